@@ -1,0 +1,235 @@
+/**
+ * The Store contract: the only way the rest of Docket touches a database.
+ *
+ * Invariants every implementation keeps (the conformance suite checks them on each store):
+ * - Time: every "is it due?" and "is the lease live?" comparison uses the database's clock. Each
+ *   time-dependent call accepts an optional pinned `now` for tests and simulation; without it the
+ *   SQL reads the database clock (`coalesce($now, now())`). No worker clock decides anything.
+ * - Claiming never deletes: it leases the row (lease_until, lease_owner), increments the fencing
+ *   token and the attempt count, in one short statement, holding no lock after it returns.
+ * - A job is claimable when it is live and `run_at <= now` and it holds no unexpired lease.
+ *   A lapsed lease therefore makes the job due again, with no separate recovery step.
+ * - Heartbeat, complete, fail and release take the token from the claim; a token that is not the
+ *   job's current one (or a job no longer running) changes nothing and answers stale/null.
+ *   "The lease is no longer yours" is a value, never an exception.
+ * - Attempts are counted at claim. A due job whose attempts already reached maxAttempts (its last
+ *   lease lapsed without a result) is parked by the claim instead of being handed out.
+ * - Every write is committed before the call resolves (an id returned is a durable job).
+ * - Policy (backoff delay, whether to park after a failure) is decided by the caller in pure
+ *   TypeScript (`retry/`); the store applies the decision.
+ */
+import type { AttemptError, ClaimedJob, Job, JobState } from '../job/job.js';
+import type { JobSpec } from '../job/job-spec.js';
+import type { RetryDecision } from '../retry/backoff.js';
+
+/** What a store can do, as data; callers branch on these, never on the store's type. */
+export interface StoreCapabilities {
+  /** Other processes' submits wake this one (PostgreSQL LISTEN/NOTIFY). */
+  listenNotify: boolean;
+  /** Concurrent claimers skip rows another claimer holds instead of waiting (FOR UPDATE SKIP LOCKED). */
+  skipLocked: boolean;
+  /** Submit and complete can join a caller's own database transaction. */
+  callerTransactions: boolean;
+}
+
+/** An optional pinned instant; omitted in production so the database clock decides. */
+export interface AtTime {
+  now?: Date | undefined;
+}
+
+/** The outcome of submitting one job. */
+export interface SubmitResult {
+  id: string;
+  /** False when an idempotency key matched a live job and nothing was written. */
+  created: boolean;
+  /** The job's run time as stored (for an existing job, its current run time). */
+  runAt: Date;
+}
+
+export interface JobSubmitParams extends AtTime {
+  jobs: readonly JobSpec[];
+}
+
+export interface JobClaimParams extends AtTime {
+  /** Identifies the claiming worker; stored as lease_owner. */
+  owner: string;
+  /** At most this many jobs (0 returns nothing and writes nothing). */
+  limit: number;
+  /** Lease length; the lease ends at now + leaseMs. */
+  leaseMs: number;
+  /** Only these queues; all queues when omitted. */
+  queues?: readonly string[] | undefined;
+}
+
+/** A fenced reference to a claimed job: its id and the token of the claim. */
+export interface JobLease {
+  id: string;
+  token: number;
+}
+
+export interface JobHeartbeatParams extends AtTime, JobLease {
+  leaseMs: number;
+}
+
+export interface JobHeartbeatManyParams extends AtTime {
+  leases: readonly JobLease[];
+  leaseMs: number;
+}
+
+export interface JobCompleteParams extends AtTime, JobLease {}
+
+export interface JobCompleteManyParams extends AtTime {
+  leases: readonly JobLease[];
+}
+
+/** `done`: the completion was accepted and the job can never run again. `stale`: refused. */
+export type CompleteOutcome = 'done' | 'stale';
+
+export interface JobFailParams extends AtTime, JobLease {
+  error: Pick<AttemptError, 'message' | 'kind' | 'detail'>;
+  /** Decided by retry/backoff.ts from the claim's attempts and the job's policy. */
+  decision: RetryDecision;
+}
+
+export type FailOutcome = { outcome: 'retry'; runAt: Date } | { outcome: 'parked' } | { outcome: 'stale' };
+
+export interface JobReleaseParams extends AtTime, JobLease {}
+
+/** `released`: due again at once, its attempt given back. `stale`: the lease was not ours. */
+export type ReleaseOutcome = 'released' | 'stale';
+
+export interface JobCancelParams extends AtTime {
+  id: string;
+}
+
+export type CancelOutcome = 'cancelled' | 'not_found' | 'already_finished';
+
+export interface JobListParams {
+  /** Only jobs in these states; all states when omitted. `dead` reads the dead-letter table. */
+  states?: readonly JobState[] | undefined;
+  queue?: string | undefined;
+  kind?: string | undefined;
+  /** Page size; default 100, at most 1000. */
+  limit?: number | undefined;
+  /** Keyset paging: only ids greater than this (ids compare numerically). */
+  afterId?: string | undefined;
+}
+
+export interface DeadLetterListParams {
+  queue?: string | undefined;
+  kind?: string | undefined;
+  limit?: number | undefined;
+  afterId?: string | undefined;
+}
+
+export interface DeadLetterRetryParams extends AtTime {
+  id: string;
+}
+
+export interface DeadLetterPurgeParams {
+  /** Purge these ids; with neither field, nothing is purged. */
+  ids?: readonly string[] | undefined;
+  /** Purge every dead job parked before this instant. */
+  parkedBefore?: Date | undefined;
+}
+
+export interface JobPruneParams {
+  /** Deletes done and cancelled records that finished before this instant. */
+  finishedBefore: Date;
+}
+
+export interface NextRunAtParams extends AtTime {
+  queues?: readonly string[] | undefined;
+}
+
+/** Job counts by queue and state, for dashboards and metrics. */
+export interface QueueStats {
+  queue: string;
+  /** Live and waiting for its run time. */
+  scheduled: number;
+  /** Live, due now and not leased (includes lapsed leases). */
+  available: number;
+  /** Live and holding an unexpired lease. */
+  running: number;
+  done: number;
+  cancelled: number;
+  dead: number;
+}
+
+/**
+ * A hint that jobs may be due sooner than a worker expects. `runAt` is the earliest run time
+ * among the jobs behind the hint, or null for "something changed, look again" (for example after
+ * a reconnect, when notifications sent in between were lost).
+ */
+export interface WakeUp {
+  runAt: Date | null;
+}
+
+/** The persistence contract; see the file header for the invariants. */
+export interface Store {
+  readonly capabilities: StoreCapabilities;
+
+  /** The database's current time: the only clock that decides due times and leases. */
+  now(): Promise<Date>;
+
+  /** Writes jobs (one round trip for the batch), committed before it resolves; results in input order. */
+  jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]>;
+
+  /** Leases up to `limit` claimable jobs, by priority (lower first), then run_at, then id. */
+  jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
+
+  /** Extends the lease to now + leaseMs; null when the token is stale or the lease already lapsed. */
+  jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null>;
+
+  /** {@link jobHeartbeat} for many leases in one round trip; results in input order. */
+  jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]>;
+
+  /** Marks the job done if the token is current; a done job can never run again. */
+  jobComplete(params: JobCompleteParams): Promise<CompleteOutcome>;
+
+  /** {@link jobComplete} for many leases in one round trip, each fenced by its own token. */
+  jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]>;
+
+  /** Records the attempt's error and applies the decision: retry at now + delay, or park. */
+  jobFail(params: JobFailParams): Promise<FailOutcome>;
+
+  /** Gives a lease back (graceful shutdown): the job is due at once and the attempt is not counted. */
+  jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome>;
+
+  /** Cancels a live job; a running one loses its lease, so its next heartbeat aborts the handler. */
+  jobCancel(params: JobCancelParams): Promise<CancelOutcome>;
+
+  /** Any job by id, in any state, including parked ones; null when unknown or pruned. */
+  jobGet(params: { id: string }): Promise<Job | null>;
+
+  /** Jobs by state, queue and kind, ordered by id. */
+  jobList(params: JobListParams): Promise<Job[]>;
+
+  /** Deletes finished done/cancelled records older than the retention; returns how many. */
+  jobPruneFinished(params: JobPruneParams): Promise<number>;
+
+  /** The earliest instant at which a live job becomes claimable (now or later), or null if none. */
+  jobNextRunAt(params: NextRunAtParams): Promise<Date | null>;
+
+  /** Parked jobs, ordered by id. */
+  deadLetterList(params: DeadLetterListParams): Promise<Job[]>;
+
+  /** Moves a parked job back to pending with fresh attempts, due now; id, token and errors kept. */
+  deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null>;
+
+  /** Deletes parked jobs; returns how many. */
+  deadLetterPurge(params: DeadLetterPurgeParams): Promise<number>;
+
+  /** Counts by queue and state. */
+  queueStats(params?: AtTime): Promise<QueueStats[]>;
+
+  /**
+   * Calls `listener` when jobs may have become due (a submit, a retry, a release), in this process
+   * and, where `capabilities.listenNotify`, in others. Treat it as a hint: it can be lost, so
+   * callers still poll. Resolves to an unsubscribe function.
+   */
+  subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>>;
+
+  /** Releases connections and handles; the store is unusable afterwards. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,84 @@
+/**
+ * Test access to real databases. Every test file gets its own PostgreSQL schema (or SQLite file)
+ * so files can run in parallel. PostgreSQL is required: when it cannot be reached the tests fail,
+ * they never skip, unless a developer explicitly sets DOCKET_SKIP_POSTGRES=1 outside CI.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.js';
+
+/** The PostgreSQL server the tests use. */
+export const POSTGRES_URL = process.env.DOCKET_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+/** Which stores a suite runs against. PostgreSQL is left out only on an explicit local opt-out. */
+export function storeKinds(): StoreKind[] {
+  const skipPostgres = process.env.DOCKET_SKIP_POSTGRES === '1' && process.env.CI !== 'true';
+  return skipPostgres ? ['sqlite'] : ['sqlite', 'postgres'];
+}
+
+/** A fresh, empty database location for one test file or test. */
+export interface TestDatabase {
+  kind: StoreKind;
+  /** The URL to open it (for child processes and the CLI). */
+  url: string;
+  /** Extra open options (the PostgreSQL schema). */
+  schema?: string;
+  /** Opens a store on it; call as often as you need connections (multi-worker tests). */
+  open(): Promise<Store>;
+  /** Drops the schema / deletes the file. */
+  drop(): Promise<void>;
+}
+
+/** Creates an isolated database for `kind`: a new schema on PostgreSQL, a new file for SQLite. */
+export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase> {
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'docket-test-'));
+    const url = `sqlite:${join(dir, 'docket.db')}`;
+    return {
+      kind,
+      url,
+      open: () => openStore(url),
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  await assertPostgresReachable();
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}schema=${schema}`;
+  return {
+    kind,
+    url,
+    schema,
+    open: () => openStore(POSTGRES_URL, { schema }),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/** Fails loudly (never skips) when PostgreSQL is not there. */
+export async function assertPostgresReachable(): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } catch (error) {
+    throw new Error(
+      `PostgreSQL is required for these tests and is not reachable at ${POSTGRES_URL} (${(error as Error).message}). ` +
+        'Start it with: pg_ctlcluster --skip-systemctl-redirect 15 main start',
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
