@@ -1,0 +1,278 @@
+/**
+ * The PostgreSQL store: a `pg` pool, migrations on open, the SQL in {@link PostgresJobQueries}, and
+ * LISTEN/NOTIFY wake-ups. Claims use `FOR UPDATE SKIP LOCKED` in one short statement, so many
+ * workers claim different rows without waiting on each other and no lock outlives the call.
+ *
+ * Durability: the pool keeps PostgreSQL's default `synchronous_commit = on`, and every write is a
+ * single autocommitted statement, so a resolved call means a committed (WAL-flushed) row.
+ */
+import pg from 'pg';
+import { ConfigurationError, ValidationError } from '../../job/errors.js';
+import type { ClaimedJob, Job } from '../../job/job.js';
+import type { OpenStoreOptions } from '../open-store.js';
+import type {
+  AtTime,
+  CancelOutcome,
+  CompleteOutcome,
+  DeadLetterListParams,
+  DeadLetterPurgeParams,
+  DeadLetterRetryParams,
+  FailOutcome,
+  JobCancelParams,
+  JobClaimParams,
+  JobCompleteManyParams,
+  JobCompleteParams,
+  JobFailParams,
+  JobHeartbeatManyParams,
+  JobHeartbeatParams,
+  JobListParams,
+  JobPruneParams,
+  JobReleaseParams,
+  JobSubmitParams,
+  NextRunAtParams,
+  QueueStats,
+  ReleaseOutcome,
+  Store,
+  StoreCapabilities,
+  SubmitResult,
+  WakeUp,
+} from '../store.js';
+import { PostgresJobQueries, type Queryable, wakeChannel } from './job-queries.js';
+import { runPostgresMigrations } from './migrations.js';
+import { WakeUpListener } from './wake-up-listener.js';
+
+/** Options for {@link PostgresStore.open}, beyond the shared store options. */
+export interface PostgresStoreOptions extends OpenStoreOptions {
+  /**
+   * A submit notifies listeners only when one of its jobs is due within this many ms (default
+   * 5000); jobs further out are found by the workers' ordinary next-run-at sleep.
+   */
+  wakeHorizonMs?: number | undefined;
+}
+
+/** The schema used when neither the options nor the URL name one. */
+export const DEFAULT_POSTGRES_SCHEMA = 'docket';
+
+/** Schema names: a plain SQL identifier, short enough that the NOTIFY channel fits in 63 bytes. */
+const SCHEMA_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
+
+/** Splits a `?schema=` parameter off a PostgreSQL URL; pg would otherwise pass it to the server. */
+export function splitSchemaFromUrl(url: string): { url: string; schema: string | null } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ValidationError('url', 'is not a valid PostgreSQL URL');
+  }
+  const schema = parsed.searchParams.get('schema');
+  if (schema === null) return { url, schema: null };
+  parsed.searchParams.delete('schema');
+  return { url: parsed.toString(), schema };
+}
+
+/** Checks a schema name is a safe identifier (it is interpolated into SQL, quoted). */
+export function validateSchemaName(name: string): string {
+  if (typeof name !== 'string' || !SCHEMA_NAME_PATTERN.test(name)) {
+    throw new ValidationError(
+      'schema',
+      `must be an SQL identifier (a letter or _, then letters, digits or _; at most 48 characters), got ${JSON.stringify(name)}`,
+    );
+  }
+  return name;
+}
+
+/** The {@link Store} on PostgreSQL. */
+export class PostgresStore implements Store {
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    listenNotify: true,
+    skipLocked: true,
+    callerTransactions: true,
+  });
+
+  /** The schema holding this store's tables. */
+  readonly schema: string;
+
+  private readonly pool: pg.Pool;
+  private readonly connection: pg.ClientConfig;
+  private readonly queries: PostgresJobQueries;
+  private readonly wakeHorizonMs: number;
+  private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
+  private listener: WakeUpListener | null = null;
+  private listenerStarting: Promise<void> | null = null;
+  private closed = false;
+
+  private constructor(pool: pg.Pool, connection: pg.ClientConfig, schema: string, wakeHorizonMs: number) {
+    this.pool = pool;
+    this.connection = connection;
+    this.schema = schema;
+    this.queries = new PostgresJobQueries(schema);
+    this.wakeHorizonMs = wakeHorizonMs;
+  }
+
+  /**
+   * Connects, creates the schema if missing and runs pending migrations under an advisory lock.
+   * The schema comes from `options.schema`, else the URL's `?schema=`, else `docket`.
+   */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const split = splitSchemaFromUrl(url);
+    const schema = validateSchemaName(options.schema ?? split.schema ?? DEFAULT_POSTGRES_SCHEMA);
+    const poolSize = options.poolSize ?? 10;
+    if (!Number.isInteger(poolSize) || poolSize < 1) {
+      throw new ConfigurationError(`poolSize must be a positive integer, got ${poolSize}`);
+    }
+    const wakeHorizonMs = options.wakeHorizonMs ?? 5000;
+    if (!Number.isFinite(wakeHorizonMs) || wakeHorizonMs < 0) {
+      throw new ConfigurationError(`wakeHorizonMs must be a non-negative number, got ${wakeHorizonMs}`);
+    }
+    const connection: pg.ClientConfig = { connectionString: split.url };
+    const pool = new pg.Pool({ ...connection, max: poolSize, application_name: 'docket' });
+    // An idle pooled client whose server connection dies emits 'error' on the pool; unhandled,
+    // that event would crash the process. The next query simply gets a fresh connection.
+    pool.on('error', () => {});
+    try {
+      const client = await pool.connect();
+      try {
+        await runPostgresMigrations(client, schema);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end().catch(() => {});
+      throw error;
+    }
+    return new PostgresStore(pool, connection, schema, wakeHorizonMs);
+  }
+
+  /** The pool, for tests and for callers that share it (transactions come later). */
+  get db(): Queryable {
+    return this.pool;
+  }
+
+  /** The query layer; every method takes the {@link Queryable} to run on. */
+  get jobQueries(): PostgresJobQueries {
+    return this.queries;
+  }
+
+  now(): Promise<Date> {
+    return this.queries.now(this.pool);
+  }
+
+  jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
+    return this.queries.submit(this.pool, params, this.wakeHorizonMs);
+  }
+
+  jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
+    return this.queries.claim(this.pool, params);
+  }
+
+  async jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null> {
+    const [leaseUntil] = await this.queries.heartbeatMany(this.pool, {
+      now: params.now,
+      leaseMs: params.leaseMs,
+      leases: [{ id: params.id, token: params.token }],
+    });
+    return leaseUntil ?? null;
+  }
+
+  jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
+    return this.queries.heartbeatMany(this.pool, params);
+  }
+
+  async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
+    const [outcome] = await this.queries.completeMany(this.pool, {
+      now: params.now,
+      leases: [{ id: params.id, token: params.token }],
+    });
+    return outcome ?? 'stale';
+  }
+
+  jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
+    return this.queries.completeMany(this.pool, params);
+  }
+
+  jobFail(params: JobFailParams): Promise<FailOutcome> {
+    return this.queries.fail(this.pool, params);
+  }
+
+  jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
+    return this.queries.release(this.pool, params);
+  }
+
+  jobCancel(params: JobCancelParams): Promise<CancelOutcome> {
+    return this.queries.cancel(this.pool, params);
+  }
+
+  jobGet(params: { id: string }): Promise<Job | null> {
+    return this.queries.get(this.pool, params.id);
+  }
+
+  jobList(params: JobListParams): Promise<Job[]> {
+    return this.queries.list(this.pool, params);
+  }
+
+  jobPruneFinished(params: JobPruneParams): Promise<number> {
+    return this.queries.pruneFinished(this.pool, params);
+  }
+
+  jobNextRunAt(params: NextRunAtParams): Promise<Date | null> {
+    return this.queries.nextRunAt(this.pool, params);
+  }
+
+  deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
+    return this.queries.deadLetterList(this.pool, params);
+  }
+
+  deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
+    return this.queries.deadLetterRetry(this.pool, params);
+  }
+
+  deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
+    return this.queries.deadLetterPurge(this.pool, params);
+  }
+
+  queueStats(params?: AtTime): Promise<QueueStats[]> {
+    return this.queries.queueStats(this.pool, params?.now);
+  }
+
+  /**
+   * Adds a wake-up listener. All subscribers of one store share a single LISTEN connection,
+   * opened with the first subscription and closed with the last.
+   */
+  async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
+    if (this.closed) throw new ConfigurationError('PostgresStore.subscribe: the store is closed');
+    this.listeners.add(listener);
+    if (!this.listener) {
+      this.listener = new WakeUpListener({
+        connection: this.connection,
+        channel: wakeChannel(this.schema),
+        onWakeUp: (wakeUp) => {
+          for (const each of [...this.listeners]) each(wakeUp);
+        },
+      });
+      this.listenerStarting = this.listener.start();
+    }
+    await this.listenerStarting;
+    let subscribed = true;
+    return async () => {
+      if (!subscribed) return;
+      subscribed = false;
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) await this.stopListener();
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.clear();
+    await this.stopListener();
+    await this.pool.end();
+  }
+
+  private async stopListener(): Promise<void> {
+    const listener = this.listener;
+    this.listener = null;
+    this.listenerStarting = null;
+    if (listener) await listener.close();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * LISTEN for wake-ups on a dedicated connection (a pooled connection would lose the LISTEN when
+ * returned). The connection can die at any time (server restart, pg_terminate_backend, network):
+ * an 'error' handler keeps that from crashing the process, and the listener reconnects with
+ * capped exponential backoff. A notification sent while disconnected is lost for good, so every
+ * reconnect tells the subscribers `{runAt: null}` ("look again") and they poll once.
+ */
+import pg from 'pg';
+import type { WakeUp } from '../store.js';
+
+/** How a {@link WakeUpListener} connects and whom it tells. */
+export interface WakeUpListenerOptions {
+  /** Connection settings for the dedicated LISTEN client. */
+  connection: pg.ClientConfig;
+  /** The NOTIFY channel (case-sensitive; quoted in LISTEN). */
+  channel: string;
+  /** Called for every wake-up; exceptions are swallowed so one bad subscriber cannot kill the listener. */
+  onWakeUp: (wakeUp: WakeUp) => void;
+  /** First reconnect delay (default 100 ms), doubled per failed attempt up to `maxReconnectDelayMs`. */
+  minReconnectDelayMs?: number;
+  /** Reconnect delay cap (default 5000 ms): bounds how long wake-ups stay off after a database restart. */
+  maxReconnectDelayMs?: number;
+}
+
+/** A self-healing LISTEN connection that turns notifications into {@link WakeUp}s. */
+export class WakeUpListener {
+  private readonly options: WakeUpListenerOptions;
+  private client: pg.Client | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private closed = false;
+  private connecting: Promise<void> | null = null;
+
+  constructor(options: WakeUpListenerOptions) {
+    this.options = options;
+  }
+
+  /**
+   * Connects and LISTENs. Resolves once listening, or once the first attempt failed (it then
+   * keeps retrying in the background): a database that is briefly down must not fail a worker's
+   * start, since polling covers for lost wake-ups.
+   */
+  async start(): Promise<void> {
+    await this.connect(false);
+  }
+
+  /** Stops listening and reconnecting; leaves no timer or socket behind. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) {
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = null;
+    }
+    // A connect in flight would otherwise finish after close and leave its socket open.
+    if (this.connecting) await this.connecting;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.end().catch(() => {});
+  }
+
+  private connect(announce: boolean): Promise<void> {
+    const attempt = this.attemptConnect(announce).finally(() => {
+      this.connecting = null;
+    });
+    this.connecting = attempt;
+    return attempt;
+  }
+
+  private async attemptConnect(announce: boolean): Promise<void> {
+    const client = new pg.Client({
+      application_name: 'docket-listener',
+      keepAlive: true,
+      connectionTimeoutMillis: 10_000,
+      ...this.options.connection,
+    });
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (message) => {
+      if (message.channel !== this.options.channel) return;
+      const ms = Number(message.payload);
+      this.emit({ runAt: message.payload && Number.isFinite(ms) ? new Date(ms) : null });
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.options.channel.replace(/"/g, '""')}"`);
+    } catch {
+      await client.end().catch(() => {});
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+    this.failures = 0;
+    if (announce) this.emit({ runAt: null });
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.end().catch(() => {});
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.reconnectTimer) return;
+    const min = this.options.minReconnectDelayMs ?? 100;
+    const max = this.options.maxReconnectDelayMs ?? 5000;
+    const delayMs = Math.min(max, min * 2 ** this.failures);
+    this.failures++;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (!this.closed) void this.connect(true);
+    }, delayMs);
+  }
+
+  private emit(wakeUp: WakeUp): void {
+    try {
+      this.options.onWakeUp(wakeUp);
+    } catch {
+      // A subscriber's bug must not take down the LISTEN connection's event handler.
+    }
+  }
+}
