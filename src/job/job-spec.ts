@@ -91,11 +91,11 @@ const SUBMIT_FIELDS = new Set<string>([
 ]);
 const RETRY_FIELDS = new Set<string>(['baseDelayMs', 'factor', 'maxDelayMs', 'jitterRatio']);
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
 }
 
-function rejectUnknownFields(value: Record<string, unknown>, known: Set<string>, prefix: string): void {
+export function rejectUnknownFields(value: Record<string, unknown>, known: Set<string>, prefix: string): void {
   for (const key of Object.keys(value)) {
     if (!known.has(key)) {
       throw new ValidationError(`${prefix}${key}`, `unknown option (known: ${[...known].join(', ')})`);
@@ -103,7 +103,7 @@ function rejectUnknownFields(value: Record<string, unknown>, known: Set<string>,
   }
 }
 
-function integerIn(field: string, value: unknown, min: number, max: number): number {
+export function integerIn(field: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw new ValidationError(field, `must be an integer, got ${describe(value)}`);
   }
@@ -113,7 +113,7 @@ function integerIn(field: string, value: unknown, min: number, max: number): num
   return value;
 }
 
-function finiteAtLeast(field: string, value: unknown, min: number): number {
+export function finiteAtLeast(field: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new ValidationError(field, `must be a finite number, got ${describe(value)}`);
   }
