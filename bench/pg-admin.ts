@@ -1,0 +1,105 @@
+/**
+ * Scratch PostgreSQL databases for the benchmark: each system gets its own database, created fresh
+ * and dropped afterwards, so no system reads another's tables or inherits its bloat.
+ */
+import pg from 'pg';
+
+/** The maintenance database the harness connects to for CREATE/DROP DATABASE. */
+export const ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Every scratch database name starts with this, so cleanup can never touch anything else. */
+export const SCRATCH_PREFIX = 'docket_bench_';
+
+/** The URL of a database on the same server as {@link ADMIN_URL}. */
+export function databaseUrl(name: string): string {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The database name in a PostgreSQL URL. */
+export function databaseNameOf(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
+
+function assertScratch(name: string): void {
+  if (!name.startsWith(SCRATCH_PREFIX) || !/^[a-z0-9_]+$/.test(name)) {
+    throw new Error(`refusing to touch database ${JSON.stringify(name)}: not a bench scratch database`);
+  }
+}
+
+/** Runs one function with a short-lived admin connection. */
+export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>, url = ADMIN_URL): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops (forcing out stale sessions) and recreates a scratch database. */
+export async function recreateDatabase(name: string): Promise<string> {
+  assertScratch(name);
+  await withAdmin(async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${name}`);
+  });
+  return databaseUrl(name);
+}
+
+/** Drops a scratch database if it exists. */
+export async function dropDatabase(name: string): Promise<void> {
+  assertScratch(name);
+  await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/** Drops every scratch database a crashed earlier run may have left. */
+export async function dropAllScratchDatabases(): Promise<string[]> {
+  return withAdmin(async (client) => {
+    const { rows } = await client.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname LIKE '${SCRATCH_PREFIX}%'`,
+    );
+    for (const row of rows) {
+      assertScratch(row.datname);
+      await client.query(`DROP DATABASE IF EXISTS ${row.datname} WITH (FORCE)`);
+    }
+    return rows.map((row) => row.datname);
+  });
+}
+
+/**
+ * The database clock minus this host's clock, in ms, from the best of several round trips (the
+ * sample with the shortest round trip bounds the error by half of it).
+ */
+export async function databaseClockOffsetMs(samples = 20): Promise<{ offsetMs: number; errorBoundMs: number }> {
+  return withAdmin(async (client) => {
+    let best = { offsetMs: 0, errorBoundMs: Number.POSITIVE_INFINITY };
+    for (let n = 0; n < samples; n += 1) {
+      const before = wallNowMs();
+      const { rows } = await client.query<{ ms: string }>(
+        `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`,
+      );
+      const after = wallNowMs();
+      const roundTrip = after - before;
+      if (roundTrip / 2 < best.errorBoundMs) {
+        best = { offsetMs: Number(rows[0]?.ms) - (before + after) / 2, errorBoundMs: roundTrip / 2 };
+      }
+    }
+    return best;
+  });
+}
+
+/** The database's current time, read by one query. */
+export async function databaseNow(url: string): Promise<Date> {
+  return withAdmin(async (client) => {
+    const { rows } = await client.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+    return rows[0]!.now;
+  }, url);
+}
+
+/** Wall-clock time in ms with sub-millisecond resolution (shared by every process on this host). */
+export function wallNowMs(): number {
+  return performance.timeOrigin + performance.now();
+}

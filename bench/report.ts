@@ -1,0 +1,737 @@
+/**
+ * Turns the raw results into RESULTS.md (machine, versions, configurations, tables of medians over
+ * rounds, Docket-to-peer ratios, targets met or missed, profiles), the raw JSON beside it, and SVG
+ * charts in `results/`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ProfileSummary } from './cpu-profile.js';
+import type { PgbenchResult } from './pgbench-limit.js';
+import { pgbenchSqlForReport } from './pgbench-limit.js';
+import { median, round } from './stats.js';
+import { cdfChart, spikeChart } from './svg-charts.js';
+import { type RunRecord, SPIKE_BINS } from './workloads.js';
+
+/** The claim's plan as captured by auto_explain. */
+export interface ExplainCapture {
+  label: string;
+  plans: string[];
+  note: string;
+  seqScanOnJobs?: boolean;
+}
+
+/** Everything one benchmark invocation produced (the raw JSON). */
+export interface BenchResults {
+  mode: 'smoke' | 'full';
+  startedAt: string;
+  finishedAt: string;
+  command: string;
+  machine: {
+    cpu: string;
+    memoryGb: number;
+    os: string;
+    node: string;
+    postgres: string;
+    redis: string;
+    sqlite: string;
+    versions: Record<string, string>;
+    dbClockOffsetMs: number;
+    dbClockErrorBoundMs: number;
+  };
+  options: Record<string, unknown>;
+  configs: { label: string; system: string; variant: string; config: string }[];
+  unavailable: Record<string, string>;
+  runs: RunRecord[];
+  pgbench: PgbenchResult[];
+  explain: ExplainCapture[];
+  profiles: ProfileSummary[];
+  profileRun?: { jobsPerSec: number; status: string };
+  /** pg_stat_activity samples during the profiled drain: wait event + query → count. */
+  waits: Record<string, number>;
+}
+
+type Params = RunRecord['params'];
+
+function sameParams(a: Params, b: Params): boolean {
+  return Object.keys(b).every((key) => a[key] === b[key]);
+}
+
+function runsOf(bench: BenchResults, workload: string, label: string, params: Params): RunRecord[] {
+  return bench.runs.filter((run) => run.workload === workload && run.label === label && sameParams(run.params, params));
+}
+
+/** Median of a metric over a cell's ok runs, with how many rounds counted and what went wrong. */
+interface Cell {
+  value: number;
+  ok: number;
+  total: number;
+  statuses: string[];
+}
+
+function cell(runs: RunRecord[], metric: string | ((run: RunRecord) => number)): Cell {
+  const ok = runs.filter((run) => run.status === 'ok');
+  const pick = typeof metric === 'string' ? (run: RunRecord) => run.metrics[metric] ?? Number.NaN : metric;
+  const counted = runs.filter((run) => run.status !== 'skipped');
+  return {
+    value: median(ok.map(pick)),
+    ok: ok.length,
+    total: counted.length,
+    statuses: [...new Set(runs.filter((run) => run.status !== 'ok').map((run) => run.status))],
+  };
+}
+
+function fmt(value: number, unit = ''): string {
+  if (!Number.isFinite(value)) return '—';
+  return `${round(value).toLocaleString('en-US')}${unit}`;
+}
+
+function show(c: Cell, unit = ''): string {
+  if (c.total === 0) return c.statuses.includes('skipped') ? 'skipped' : '—';
+  const base = c.ok > 0 ? fmt(c.value, unit) : '**no valid run**';
+  const flags = c.statuses.filter((s) => s !== 'skipped');
+  const rounds = c.ok === c.total ? '' : ` (${c.ok}/${c.total} ok${flags.length ? `: ${flags.join(', ')}` : ''})`;
+  return `${base}${rounds}`;
+}
+
+function table(header: string[], rows: string[][]): string {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n');
+}
+
+function labels(bench: BenchResults, workload: string): string[] {
+  return [...new Set(bench.runs.filter((run) => run.workload === workload).map((run) => run.label))];
+}
+
+function paramSets(bench: BenchResults, workload: string, keys: string[]): Params[] {
+  const seen = new Map<string, Params>();
+  for (const run of bench.runs.filter((r) => r.workload === workload)) {
+    const params = Object.fromEntries(keys.map((key) => [key, run.params[key]!]));
+    seen.set(JSON.stringify(params), params);
+  }
+  return [...seen.values()];
+}
+
+function isDocket(label: string): boolean {
+  return label === 'docket';
+}
+
+/** A target line: met, missed, or not measured. */
+interface Target {
+  name: string;
+  met: boolean | null;
+  detail: string;
+}
+
+function check(name: string, met: boolean | null, detail: string): Target {
+  return { name, met, detail };
+}
+
+function drainSection(bench: BenchResults, targets: Target[]): string[] {
+  const out: string[] = [];
+  const sets = paramSets(bench, 'drain', ['jobs', 'procs']);
+  const pgLabels = labels(bench, 'drain').filter((label) => label !== 'docket-sqlite');
+  if (sets.length === 0 || pgLabels.length === 0) return out;
+  out.push('## 1. Drain', '');
+  out.push(
+    'Jobs already inserted; worker processes started together; jobs/s from the first handler start until the store holds no due, unfinished job. Median over rounds; peak RSS is the largest worker process.',
+    '',
+  );
+  const header = ['system', ...sets.flatMap((p) => [`${p.jobs} jobs × ${p.procs} proc jobs/s`, 'peak RSS MiB'])];
+  const rows = pgLabels.map((label) => [
+    label,
+    ...sets.flatMap((p) => {
+      const runs = runsOf(bench, 'drain', label, p);
+      return [show(cell(runs, 'jobsPerSec')), show(cell(runs, 'peakRssMb'))];
+    }),
+  ]);
+  out.push(table(header, rows), '');
+  if (pgLabels.includes('docket')) {
+    out.push('Docket ÷ peer (drain jobs/s; above 1 means Docket is faster):', '');
+    const peers = pgLabels.filter((label) => !isDocket(label));
+    const ratioRows = peers.map((peer) => [
+      peer,
+      ...sets.map((p) => {
+        const d = cell(runsOf(bench, 'drain', 'docket', p), 'jobsPerSec').value;
+        const q = cell(runsOf(bench, 'drain', peer, p), 'jobsPerSec').value;
+        return Number.isFinite(d) && Number.isFinite(q) && q > 0 ? `${round(d / q)}×` : '—';
+      }),
+    ]);
+    out.push(table(['peer', ...sets.map((p) => `${p.jobs} × ${p.procs}`)], ratioRows), '');
+    for (const p of sets) {
+      const d = cell(runsOf(bench, 'drain', 'docket', p), 'jobsPerSec').value;
+      const gw = cell(runsOf(bench, 'drain', 'graphile-worker (tuned)', p), 'jobsPerSec').value;
+      const bull = Math.max(
+        ...['bullmq (default)', 'bullmq (tuned)']
+          .map((l) => cell(runsOf(bench, 'drain', l, p), 'jobsPerSec').value)
+          .filter(Number.isFinite),
+      );
+      const where = `${p.jobs} jobs, ${p.procs} proc`;
+      targets.push(
+        check(
+          `Drain ≥ 1.5× graphile-worker tuned (${where})`,
+          Number.isFinite(d) && Number.isFinite(gw) ? d >= 1.5 * gw : null,
+          `Docket ${fmt(d)}/s vs ${fmt(gw)}/s = ${Number.isFinite(d / gw) ? round(d / gw) : '—'}×`,
+        ),
+        check(
+          `Drain ≥ 4× BullMQ, best variant (${where})`,
+          Number.isFinite(d) && Number.isFinite(bull) ? d >= 4 * bull : null,
+          `Docket ${fmt(d)}/s vs ${fmt(bull)}/s = ${Number.isFinite(d / bull) ? round(d / bull) : '—'}×`,
+        ),
+      );
+    }
+    const big = sets.find((p) => p.jobs === Math.max(...sets.map((s) => Number(s.jobs))));
+    if (big) {
+      const rss = pgLabels.map(
+        (label) => `${label} ${show(cell(runsOf(bench, 'drain', label, big), 'peakRssMb'), ' MiB')}`,
+      );
+      targets.push(
+        check(`Peak RSS during the ${big.jobs}-job drain, every system (${big.procs} proc)`, null, rss.join('; ')),
+      );
+    }
+  }
+  return out;
+}
+
+function streamSection(
+  bench: BenchResults,
+  outDir: string,
+  charts: string[],
+  targets: Target[],
+  workload = 'stream',
+  title = '## 2. Steady stream',
+): string[] {
+  const out: string[] = [];
+  const sets = paramSets(bench, workload, ['ratePerSec']);
+  const all = labels(bench, workload);
+  if (sets.length === 0) return out;
+  out.push(title, '');
+  out.push(
+    'Immediate jobs submitted at a fixed rate (each due batch in one insert call, one call in flight) while one worker process runs. Start latency = handler start − start of the insert call carrying the job, in ms. "backlog" = the last tenth of jobs waited over 3× (and 50 ms more than) the first tenth. Medians over rounds.',
+    '',
+  );
+  for (const p of sets) {
+    const rows = all.map((label) => {
+      const runs = runsOf(bench, workload, label, p);
+      return [
+        label,
+        show(cell(runs, 'latencyP50Ms')),
+        show(cell(runs, 'latencyP99Ms')),
+        show(cell(runs, 'latencyMaxMs')),
+        show(cell(runs, 'meanBatch')),
+        runs.some((run) => run.metrics.backlogGrew === 1)
+          ? '**grew**'
+          : runs.some((run) => run.status === 'ok')
+            ? 'flat'
+            : '—',
+      ];
+    });
+    out.push(
+      `### ${p.ratePerSec} jobs/s`,
+      '',
+      table(['system', 'p50 ms', 'p99 ms', 'max ms', 'jobs per insert', 'backlog'], rows),
+      '',
+    );
+    const series = all
+      .map((label) => ({
+        label,
+        points: runsOf(bench, workload, label, p).find((run) => run.latencyCdf)?.latencyCdf ?? [],
+      }))
+      .filter((s) => s.points.length > 0);
+    if (series.length > 0) {
+      const name = `${workload}-${p.ratePerSec}-cdf.svg`;
+      writeFileSync(
+        join(outDir, 'results', name),
+        cdfChart(`Start latency at ${p.ratePerSec} jobs/s (first round)`, 'ms', series),
+      );
+      charts.push(name);
+      out.push(`![start latency CDF at ${p.ratePerSec}/s](results/${name})`, '');
+    }
+    if (workload === 'stream' && all.includes('docket')) {
+      const runs = runsOf(bench, 'stream', 'docket', p);
+      if (p.ratePerSec === 1000) {
+        const p99 = cell(runs, 'latencyP99Ms').value;
+        targets.push(
+          check('Stream at 1,000/s: p99 ≤ 10 ms', Number.isFinite(p99) ? p99 <= 10 : null, `p99 ${fmt(p99)} ms`),
+        );
+      }
+      if (p.ratePerSec === 5000) {
+        const grew = runs.some((run) => run.metrics.backlogGrew === 1);
+        const ok = runs.some((run) => run.status === 'ok');
+        targets.push(
+          check(
+            'Stream at 5,000/s: no growing backlog',
+            ok ? !grew && runs.every((run) => run.status === 'ok') : null,
+            `first-tenth p50 ${fmt(cell(runs, 'firstTenthP50Ms').value)} ms, last-tenth p50 ${fmt(cell(runs, 'lastTenthP50Ms').value)} ms`,
+          ),
+        );
+      }
+    }
+  }
+  return out;
+}
+
+function spikeSection(bench: BenchResults, outDir: string, charts: string[], targets: Target[]): string[] {
+  const all = labels(bench, 'spike');
+  if (all.length === 0) return [];
+  const p = paramSets(bench, 'spike', ['jobs', 'leadMs'])[0]!;
+  const out = ['## 3. The spike', ''];
+  out.push(
+    `${p.jobs} jobs due at one instant ${p.leadMs} ms ahead (by the database clock, read just before inserting), inserted while one worker process idles. Lateness = handler start − due instant, ms. "early" counts starts whose \`Date.now()\` was below the due instant: the database and the workers share this host's clock (measured offset ${fmt(bench.machine.dbClockOffsetMs)} ms ± ${fmt(bench.machine.dbClockErrorBoundMs)} ms), so this is the database clock too. Medians over rounds; early is the total over rounds.`,
+    '',
+  );
+  const rows = all.map((label) => {
+    const runs = runsOf(bench, 'spike', label, p);
+    const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+    return [
+      label,
+      show(cell(runs, 'latenessP50Ms')),
+      show(cell(runs, 'latenessP99Ms')),
+      show(cell(runs, 'latenessMaxMs')),
+      show(cell(runs, 'lastStartAfterDueMs')),
+      String(early),
+    ];
+  });
+  out.push(table(['system', 'lateness p50 ms', 'p99 ms', 'max ms', 'last start after due, ms', 'early'], rows), '');
+  const series = all
+    .map((label) => ({
+      label,
+      counts: runsOf(bench, 'spike', label, p).find((run) => run.spikeHistogram)?.spikeHistogram ?? [],
+    }))
+    .filter((s) => s.counts.length > 0);
+  if (series.length > 0) {
+    // Trim the empty tail so fast systems are not squeezed into the left edge.
+    let lastBin = 20;
+    for (const s of series)
+      s.counts.forEach((count, k) => {
+        if (count > 0) lastBin = Math.max(lastBin, k + 1);
+      });
+    const width = (SPIKE_BINS.toMs - SPIKE_BINS.fromMs) / SPIKE_BINS.bins;
+    const name = 'spike-histogram.svg';
+    writeFileSync(
+      join(outDir, 'results', name),
+      spikeChart(
+        `Spike: ${p.jobs} jobs due at once — start times (10 ms bins, first round)`,
+        SPIKE_BINS.fromMs,
+        SPIKE_BINS.fromMs + lastBin * width,
+        series.map((s) => ({ label: s.label, counts: s.counts.slice(0, lastBin) })),
+      ),
+    );
+    charts.push(name);
+    out.push(`![spike start-time histogram](results/${name})`, '');
+  }
+  if (all.includes('docket')) {
+    const runs = runsOf(bench, 'spike', 'docket', p);
+    const last = cell(runs, 'lastStartAfterDueMs').value;
+    const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+    targets.push(
+      check(
+        `Spike: last of ${p.jobs} starts within 500 ms`,
+        Number.isFinite(last) ? last <= 500 : null,
+        `last start ${fmt(last)} ms after due (median)`,
+      ),
+      check(
+        'Spike: none early',
+        runs.some((run) => run.status !== 'skipped') ? early === 0 : null,
+        `${early} early starts over ${runs.length} rounds`,
+      ),
+    );
+  }
+  return out;
+}
+
+function largeSection(bench: BenchResults, outDir: string, charts: string[], targets: Target[]): string[] {
+  const all = labels(bench, 'large-drain');
+  if (all.length === 0 && bench.explain.length === 0) return [];
+  const out = ['## 4. A large table', ''];
+  const filler = bench.runs.find((run) => run.workload === 'large-drain')?.params.filler;
+  out.push(
+    `The drain and the stream again, in a table that also holds ${filler ?? '?'} jobs due a day later. Baselines are the fresh-table runs above (same sizes, one process).`,
+    '',
+  );
+  const rows: string[][] = [];
+  for (const label of all) {
+    const p = bench.runs.find((run) => run.workload === 'large-drain' && run.label === label)!.params;
+    const large = cell(runsOf(bench, 'large-drain', label, { jobs: p.jobs!, procs: 1 }), 'jobsPerSec');
+    const base = cell(runsOf(bench, 'drain', label, { jobs: p.jobs!, procs: 1 }), 'jobsPerSec');
+    const change = (large.value - base.value) / base.value;
+    const s = bench.runs.find((run) => run.workload === 'large-stream' && run.label === label)?.params;
+    const streamLarge = s
+      ? cell(runsOf(bench, 'large-stream', label, { ratePerSec: s.ratePerSec! }), 'latencyP99Ms')
+      : null;
+    const streamBase = s ? cell(runsOf(bench, 'stream', label, { ratePerSec: s.ratePerSec! }), 'latencyP99Ms') : null;
+    rows.push([
+      label,
+      show(base),
+      show(large),
+      Number.isFinite(change) ? `${round(change * 100)} %` : '—',
+      streamBase ? show(streamBase) : '—',
+      streamLarge ? show(streamLarge) : '—',
+    ]);
+    if (isDocket(label)) {
+      targets.push(
+        check(
+          `${filler ?? '?'} future rows cost < 10 % drain throughput`,
+          Number.isFinite(change) ? change > -0.1 : null,
+          `${fmt(base.value)}/s fresh → ${fmt(large.value)}/s with filler (${Number.isFinite(change) ? round(change * 100) : '—'} %)`,
+        ),
+      );
+    }
+  }
+  const streamRate = bench.runs.find((run) => run.workload === 'large-stream')?.params.ratePerSec;
+  out.push(
+    table(
+      [
+        'system',
+        `drain ${bench.runs.find((r) => r.workload === 'large-drain')?.params.jobs} jobs/s, fresh`,
+        'with filler',
+        'change',
+        `stream ${streamRate}/s p99 ms, fresh`,
+        'with filler',
+      ],
+      rows,
+    ),
+    '',
+  );
+  out.push(
+    ...streamSection(bench, outDir, charts, [], 'large-stream', '### Stream latency with the filler present').slice(2),
+  );
+  for (const capture of bench.explain) {
+    out.push(
+      `### The claim's plan (${capture.label}, filler present)`,
+      '',
+      `auto_explain (ANALYZE, no timing) during a small drain: ${capture.note}.`,
+      '',
+    );
+    for (const plan of capture.plans) out.push('```', plan.trim(), '```', '');
+    targets.push(
+      check(
+        `Claim stays an index range scan with ${bench.runs.find((run) => run.workload === 'large-drain')?.params.filler ?? '?'} future rows`,
+        capture.plans.length > 0
+          ? !capture.seqScanOnJobs && capture.plans.some((plan) => /Index (Only )?Scan/.test(plan))
+          : null,
+        capture.plans.length > 0
+          ? capture.seqScanOnJobs
+            ? 'a Seq Scan on jobs appears'
+            : 'index scan, see plan'
+          : capture.note,
+      ),
+    );
+  }
+  return out;
+}
+
+function limitSection(bench: BenchResults, targets: Target[]): string[] {
+  if (bench.pgbench.length === 0) return [];
+  const out = ['## 5. The limit: pgbench', ''];
+  out.push(
+    "pgbench running only the minimal SQL of one job's life — insert, lease update (the claim, `FOR UPDATE SKIP LOCKED`), delete — each statement its own transaction, against a jobs table shaped like a scheduler's. Batched = 100 jobs per statement. Unlike the drain, each lifecycle here also pays for its insert.",
+    '',
+  );
+  const drain = cell(
+    runsOf(bench, 'drain', 'docket', {
+      jobs: (bench.options.sizes as { drainJobs: number[] }).drainJobs[0]!,
+      procs: 1,
+    }),
+    'jobsPerSec',
+  ).value;
+  out.push(
+    table(
+      ['script', 'clients', 'seconds', 'tps', 'lifecycles/s', 'Docket drain (1 proc) as % of it', 'command'],
+      bench.pgbench.map((r) => [
+        r.script,
+        String(r.clients),
+        String(r.seconds),
+        fmt(r.tps),
+        fmt(r.lifecyclesPerSec),
+        Number.isFinite(drain) ? `${round((drain / r.lifecyclesPerSec) * 100)} %` : '—',
+        `\`${r.command}\``,
+      ]),
+    ),
+    '',
+    '<details><summary>pgbench schema and scripts</summary>',
+    '',
+    '```sql',
+    pgbenchSqlForReport(100).trim(),
+    '```',
+    '',
+    '</details>',
+    '',
+  );
+  const batched = bench.pgbench.find((r) => r.script === 'batched');
+  if (batched && Number.isFinite(drain)) {
+    targets.push(
+      check(
+        'How close Docket gets to PostgreSQL (drain ÷ pgbench batched)',
+        null,
+        `${round((drain / batched.lifecyclesPerSec) * 100)} % of ${fmt(batched.lifecyclesPerSec)} lifecycles/s`,
+      ),
+    );
+  }
+  return out;
+}
+
+function sqliteSection(bench: BenchResults, targets: Target[]): string[] {
+  const label = 'docket-sqlite';
+  const drains = bench.runs.filter((run) => run.label === label && run.workload === 'drain');
+  const streams = bench.runs.filter((run) => run.label === label && run.workload === 'stream');
+  if (drains.length + streams.length === 0) return [];
+  const out = ['## 6. Embedded: SQLite', ''];
+  const dsets = paramSets(bench, 'drain', ['jobs', 'procs']).filter((p) => runsOf(bench, 'drain', label, p).length > 0);
+  out.push(
+    table(
+      ['drain', 'jobs/s', 'peak RSS MiB'],
+      dsets.map((p) => [
+        `${p.jobs} jobs × ${p.procs} proc`,
+        show(cell(runsOf(bench, 'drain', label, p), 'jobsPerSec')),
+        show(cell(runsOf(bench, 'drain', label, p), 'peakRssMb')),
+      ]),
+    ),
+    '',
+  );
+  const ssets = paramSets(bench, 'stream', ['ratePerSec']).filter((p) => runsOf(bench, 'stream', label, p).length > 0);
+  out.push(
+    table(
+      ['stream', 'p50 ms', 'p99 ms', 'max ms', 'backlog'],
+      ssets.map((p) => {
+        const runs = runsOf(bench, 'stream', label, p);
+        return [
+          `${p.ratePerSec}/s`,
+          show(cell(runs, 'latencyP50Ms')),
+          show(cell(runs, 'latencyP99Ms')),
+          show(cell(runs, 'latencyMaxMs')),
+          runs.some((r) => r.metrics.backlogGrew === 1) ? '**grew**' : 'flat',
+        ];
+      }),
+    ),
+    '',
+  );
+  const best = Math.max(
+    ...dsets.map((p) => cell(runsOf(bench, 'drain', label, p), 'jobsPerSec').value).filter(Number.isFinite),
+  );
+  targets.push(
+    check('SQLite ≥ 20,000 jobs/s drained', Number.isFinite(best) ? best >= 20_000 : null, `best drain ${fmt(best)}/s`),
+  );
+  return out;
+}
+
+function submitSection(bench: BenchResults, targets: Target[]): string[] {
+  const all = labels(bench, 'submit');
+  if (all.length === 0) return [];
+  const sets = paramSets(bench, 'submit', ['jobs', 'batchSize']);
+  const out = [
+    '## 7. Submit',
+    '',
+    "Jobs inserted through each system's own bulk API (Docket `submitMany`, graphile-worker `addJobs`, pg-boss `insert`, BullMQ `addBulk`), one call in flight, no workers. jobs/s, median over rounds.",
+    '',
+  ];
+  out.push(
+    table(
+      ['system', ...sets.map((p) => `${p.jobs} jobs, ${p.batchSize} per call`)],
+      all.map((label) => [label, ...sets.map((p) => show(cell(runsOf(bench, 'submit', label, p), 'jobsPerSec')))]),
+    ),
+    '',
+  );
+  const batched = sets.find((p) => Number(p.batchSize) > 1);
+  if (batched && all.includes('docket')) {
+    const rate = cell(runsOf(bench, 'submit', 'docket', batched), 'jobsPerSec').value;
+    targets.push(
+      check(
+        'Submit ≥ 50,000 jobs/s batched',
+        Number.isFinite(rate) ? rate >= 50_000 : null,
+        `${fmt(rate)}/s in batches of ${batched.batchSize}`,
+      ),
+    );
+  }
+  return out;
+}
+
+function memorySection(bench: BenchResults, targets: Target[]): string[] {
+  const runs = bench.runs.filter((run) => run.workload === 'memory');
+  if (runs.length === 0) {
+    targets.push(
+      check('Worker RSS flat across a 10-minute stream at 1,000/s', null, 'not run (`--only memory` or the full run)'),
+    );
+    return [];
+  }
+  const out = ['## Memory: a long stream', ''];
+  for (const run of runs) {
+    const rss = run.rss[0];
+    const timeline = run.rssTimeline?.[0] ?? [];
+    const atMinute = timeline.find(([seconds]) => seconds >= 60)?.[1] ?? rss?.startMb ?? Number.NaN;
+    const end = rss?.endMb ?? Number.NaN;
+    const flat = Number.isFinite(atMinute) && Number.isFinite(end) ? end <= atMinute * 1.1 : null;
+    out.push(
+      `${run.label}: ${run.params.ratePerSec} jobs/s for ${Number(run.params.durationMs) / 60_000} min — RSS start ${fmt(rss?.startMb ?? Number.NaN)} MiB, after 1 min ${fmt(atMinute)} MiB, peak ${fmt(rss?.peakMb ?? Number.NaN)} MiB, end ${fmt(end)} MiB; p99 latency ${fmt(run.metrics.latencyP99Ms ?? Number.NaN)} ms; status ${run.status}.`,
+      '',
+    );
+    targets.push(
+      check(
+        'Worker RSS flat across a 10-minute stream at 1,000/s (end ≤ 1.1 × the 1-minute value)',
+        flat,
+        `start ${fmt(rss?.startMb ?? Number.NaN)}, 1 min ${fmt(atMinute)}, peak ${fmt(rss?.peakMb ?? Number.NaN)}, end ${fmt(end)} MiB`,
+      ),
+    );
+  }
+  return out;
+}
+
+function profileSection(bench: BenchResults): string[] {
+  if (bench.profiles.length === 0 && Object.keys(bench.waits).length === 0) return [];
+  const out = ["## Where Docket's time goes", ''];
+  out.push(
+    `One extra Docket drain (one worker process) run with \`node --cpu-prof\` while \`pg_stat_activity\` was sampled every 20 ms${bench.profileRun ? ` (${fmt(bench.profileRun.jobsPerSec)} jobs/s, ${bench.profileRun.status}; profiling slows it)` : ''}.`,
+    '',
+  );
+  for (const profile of bench.profiles) {
+    out.push(
+      `Worker process profile: ${fmt(profile.totalMs)} ms recorded, ${round(profile.idleShare * 100)} % idle (waiting on the database).`,
+      '',
+    );
+    out.push(
+      table(
+        ['self time by package / file', 'ms', 'share'],
+        profile.topPackages.map((e) => [e.name, fmt(e.selfMs), `${round(e.share * 100)} %`]),
+      ),
+      '',
+    );
+    out.push(
+      table(
+        ['self time by function', 'ms', 'share'],
+        profile.topFunctions.map((e) => [`\`${e.name}\``, fmt(e.selfMs), `${round(e.share * 100)} %`]),
+      ),
+      '',
+    );
+  }
+  const waits = Object.entries(bench.waits)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 12);
+  if (waits.length > 0) {
+    out.push(
+      table(
+        ['database sessions: wait event + statement', 'samples'],
+        waits.map(([key, count]) => [`\`${key.replace(/\|/g, '\\|')}\``, String(count)]),
+      ),
+      '',
+    );
+  }
+  return out;
+}
+
+function failuresSection(bench: BenchResults): string[] {
+  const bad = bench.runs.filter((run) => run.status !== 'ok');
+  if (bad.length === 0)
+    return ['## Runs that were not ok', '', 'None: every run ran every job exactly once within its time cap.', ''];
+  return [
+    '## Runs that were not ok',
+    '',
+    '`failed` = lost or doubled jobs (never counted as fast); `timeout` = did not finish within its cap (its rate is not in the medians); `error` = the run broke; `skipped` = not attempted.',
+    '',
+    table(
+      ['workload', 'params', 'system', 'round', 'status', 'why'],
+      bad.map((run) => [
+        run.workload,
+        `\`${JSON.stringify(run.params)}\``,
+        run.label,
+        String(run.round),
+        run.status,
+        run.problems.join('; ').replace(/\|/g, '\\|').slice(0, 300),
+      ]),
+    ),
+    '',
+  ];
+}
+
+/** Writes RESULTS.md, results.json and the charts into `outDir`; returns the paths written. */
+export function writeReport(bench: BenchResults, outDir: string): string[] {
+  mkdirSync(join(outDir, 'results'), { recursive: true });
+  const charts: string[] = [];
+  const targets: Target[] = [];
+  const m = bench.machine;
+  const body = [
+    ...drainSection(bench, targets),
+    ...streamSection(bench, outDir, charts, targets),
+    ...spikeSection(bench, outDir, charts, targets),
+    ...largeSection(bench, outDir, charts, targets),
+    ...limitSection(bench, targets),
+    ...sqliteSection(bench, targets),
+    ...submitSection(bench, targets),
+    ...memorySection(bench, targets),
+    ...profileSection(bench),
+    ...failuresSection(bench),
+  ];
+  const missed = targets.filter((t) => t.met === false);
+  const lines = [
+    `# Docket benchmark results${bench.mode === 'smoke' ? ' (SMOKE: tiny sizes, not a measurement)' : ''}`,
+    '',
+    `Generated by \`${bench.command}\` from ${bench.startedAt} to ${bench.finishedAt}. Raw data: [results.json](results.json). Re-run: \`npm run bench\` (see bench/run.ts for options).`,
+    '',
+    '## Machine and versions',
+    '',
+    table(
+      ['', ''],
+      [
+        ['CPU', m.cpu],
+        ['memory', `${m.memoryGb} GiB`],
+        ['OS', m.os],
+        ['Node', m.node],
+        ['PostgreSQL', m.postgres],
+        ['Redis', m.redis],
+        ['SQLite', m.sqlite],
+        ...Object.entries(m.versions).map(([name, version]) => [name, version]),
+        [
+          'database clock − host clock',
+          `${fmt(m.dbClockOffsetMs)} ms (± ${fmt(m.dbClockErrorBoundMs)} ms); the database, Redis and every worker run on this one host and share its clock`,
+        ],
+      ],
+    ),
+    '',
+    "Everything runs on loopback on this one machine: the harness, the worker processes, PostgreSQL and Redis compete for the same cores, so absolute numbers are this machine's; the ratios are the point.",
+    '',
+    '## Configurations',
+    '',
+    `Every system runs a no-op handler at the same concurrency (${String(bench.options.concurrency)} per worker process unless its configuration says otherwise), each in its own scratch PostgreSQL database (BullMQ: its own Redis key prefix), created fresh for each run and dropped at the end. "default" is the library's defaults; "tuned" is its best published configuration.`,
+    '',
+    table(
+      ['system', 'configuration'],
+      bench.configs.map((c) => [c.label, c.config.replace(/\|/g, '\\|')]),
+    ),
+    '',
+    ...(Object.keys(bench.unavailable).length > 0
+      ? [
+          'Not run (driver failed to load):',
+          '',
+          ...Object.entries(bench.unavailable).map(([s, why]) => `- ${s}: ${why}`),
+          '',
+        ]
+      : []),
+    `Rounds: ${String(bench.options.rounds)}, the systems alternating in rotated order each round. Tables show medians over the rounds that were ok; "(k/n ok)" marks cells where some rounds failed or timed out.`,
+    '',
+    '## Targets',
+    '',
+    missed.length > 0
+      ? `**${missed.length} target(s) missed.** Where the time goes is in "Where Docket's time goes" below.`
+      : 'No measured target was missed.',
+    '',
+    table(
+      ['target', 'result', 'measured'],
+      targets.map((t) => [t.name, t.met === null ? 'not measured' : t.met ? 'met' : '**MISSED**', t.detail]),
+    ),
+    '',
+    ...body,
+    '## Method notes',
+    '',
+    "- Each handler records the job's bench index and its start time (in the worker process) as its first act; the harness counts starts per job. A duplicate start, a start of a job outside the run, or a job still unfinished after every handler ran fails the run.",
+    '- Drain throughput runs from the first handler start to the moment the store reports no due, unfinished job (polled every 5 ms), so batched completions are included.',
+    '- Worker processes are forked, import their system, and are then started together, so module loading does not stagger the two-process drain. RSS is sampled every 200 ms inside each worker process.',
+    "- Lateness and early starts compare wall-clock times; the database and the workers share this host's clock (offset above), so the wall clock is the database clock here.",
+    '',
+  ];
+  const md = join(outDir, 'RESULTS.md');
+  const json = join(outDir, 'results.json');
+  writeFileSync(md, lines.join('\n'));
+  writeFileSync(json, `${JSON.stringify(bench, null, 1)}\n`);
+  return [md, json, ...charts.map((name) => join(outDir, 'results', name))];
+}

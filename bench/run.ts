@@ -1,0 +1,572 @@
+/**
+ * `npm run bench`: Docket against graphile-worker, pg-boss and BullMQ on this machine's PostgreSQL
+ * and Redis (loopback only), alternating the systems over several rounds, bounded in time.
+ *
+ *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
+ *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
+ *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit memory)
+ *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
+ *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
+ *
+ * Every run checks that each job ran exactly once; see workloads.ts. Exits non-zero when any run
+ * lost or doubled a job (and, in smoke mode, when anything failed, errored or timed out).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpus, type as osType, release, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { summarizeProfiles } from './cpu-profile.js';
+import {
+  databaseClockOffsetMs,
+  databaseNameOf,
+  databaseNow,
+  databaseUrl,
+  dropAllScratchDatabases,
+  wallNowMs,
+  withAdmin,
+} from './pg-admin.js';
+import { pgbenchLimit } from './pgbench-limit.js';
+import { type BenchResults, type ExplainCapture, writeReport } from './report.js';
+import { loadSystem, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
+import {
+  type Contender,
+  drainRun,
+  insertFutureFiller,
+  type RunRecord,
+  skippedRun,
+  spikeRun,
+  streamRun,
+  submitRun,
+} from './workloads.js';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const WORKLOADS = ['drain', 'stream', 'spike', 'large', 'limit', 'sqlite', 'submit', 'memory'] as const;
+type Workload = (typeof WORKLOADS)[number];
+const PEERS: SystemName[] = ['graphile-worker', 'pg-boss', 'bullmq'];
+
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    systems: { type: 'string' },
+    rounds: { type: 'string' },
+    concurrency: { type: 'string' },
+    'max-minutes': { type: 'string' },
+    'memory-minutes': { type: 'string' },
+    'drain-jobs': { type: 'string' },
+    'drain-cap-seconds': { type: 'string' },
+    out: { type: 'string' },
+    'no-profile': { type: 'boolean', default: false },
+  },
+});
+
+const smoke = args.smoke ?? false;
+const only = new Set<Workload>(
+  args.only
+    ? (args.only.split(',').map((name) => name.trim()) as Workload[])
+    : WORKLOADS.filter((w) => !smoke || w !== 'memory'),
+);
+for (const name of only)
+  if (!WORKLOADS.includes(name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.join(', ')}`);
+const rounds = Number(args.rounds ?? (smoke ? 1 : 3));
+const concurrency = Number(args.concurrency ?? 24);
+const maxMinutes = Number(args['max-minutes'] ?? (smoke ? 2 : 120));
+const deadlineMs = wallNowMs() + maxMinutes * 60_000;
+
+/** Sizes per mode; the full run's are the issue's. */
+const SIZES = smoke
+  ? {
+      drainJobs: [300],
+      drainProcs: [1],
+      drainCapMs: 15_000,
+      streamRates: [200],
+      streamMs: 1_000,
+      spikeJobs: 300,
+      spikeLeadMs: 1_000,
+      spikeCapMs: 10_000,
+      fillerJobs: 5_000,
+      largeDrainJobs: 300,
+      largeStreamRate: 200,
+      submit: [
+        { jobs: 50, batch: 1 },
+        { jobs: 2_000, batch: 1_000 },
+      ],
+      pgbench: { seconds: 1, clients: 4, threads: 2, batch: 100 },
+      memoryMs: 0,
+    }
+  : {
+      drainJobs: [20_000, 100_000],
+      drainProcs: [1, 2],
+      drainCapMs: 120_000,
+      streamRates: [200, 1_000, 5_000],
+      streamMs: 10_000,
+      spikeJobs: 10_000,
+      spikeLeadMs: 3_000,
+      spikeCapMs: 30_000,
+      fillerJobs: 1_000_000,
+      largeDrainJobs: 20_000,
+      largeStreamRate: 1_000,
+      submit: [
+        { jobs: 2_000, batch: 1 },
+        { jobs: 100_000, batch: 1_000 },
+      ],
+      pgbench: { seconds: 10, clients: 4, threads: 2, batch: 100 },
+      memoryMs: Number(args['memory-minutes'] ?? 10) * 60_000,
+    };
+
+if (args['drain-jobs']) SIZES.drainJobs = args['drain-jobs'].split(',').map(Number);
+if (args['drain-cap-seconds']) SIZES.drainCapMs = Number(args['drain-cap-seconds']) * 1000;
+
+const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
+const scratchDir = mkdtempSync(join(tmpdir(), 'docket-bench-scratch-'));
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PG_LOG = process.env.BENCH_PG_LOG ?? '/var/log/postgresql/postgresql-15-main.log';
+
+function log(message: string): void {
+  const elapsed = ((wallNowMs() - startedAt) / 1000).toFixed(0).padStart(5);
+  console.log(`[${elapsed}s] ${message}`);
+}
+const startedAt = wallNowMs();
+
+function configFor(system: SystemName, variant: Variant): SystemConfig {
+  return {
+    system,
+    variant,
+    concurrency,
+    databaseUrl:
+      system === 'docket-sqlite'
+        ? `sqlite:${join(scratchDir, 'docket-bench.db')}`
+        : databaseUrl(`docket_bench_${system.replace(/-/g, '_')}`),
+    redisUrl: REDIS_URL,
+    redisPrefix: 'docket-bench',
+  };
+}
+
+async function contendersFor(systems: SystemName[], unavailable: Map<string, string>): Promise<Contender[]> {
+  const out: Contender[] = [];
+  for (const system of systems) {
+    try {
+      const module = await loadSystem(system);
+      for (const variant of module.variants) {
+        // pg-boss's defaults run one job per loop every 2 s: a smoke run would only measure its timeout.
+        if (smoke && variant === 'default' && system !== 'docket' && system !== 'docket-sqlite') continue;
+        out.push({
+          module,
+          variant,
+          config: configFor(system, variant),
+          label: labelOf(system, variant, module.variants.length),
+        });
+      }
+    } catch (error) {
+      unavailable.set(system, (error as Error).message.split('\n')[0] ?? String(error));
+    }
+  }
+  return out;
+}
+
+function labelOf(system: string, variant: Variant, variants: number): string {
+  return variants > 1 ? `${system} (${variant})` : system;
+}
+
+/** Runs `fn` for each contender each round, rotating the order so no system always goes first. */
+async function alternate(
+  contenders: readonly Contender[],
+  workload: string,
+  params: RunRecord['params'],
+  results: RunRecord[],
+  fn: (contender: Contender, round: number) => Promise<RunRecord>,
+  skip: (contender: Contender) => string | null = () => null,
+): Promise<void> {
+  const timedOut = new Set<string>();
+  for (let round = 1; round <= rounds; round += 1) {
+    const shift = (round - 1) % Math.max(1, contenders.length);
+    const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
+    for (const contender of order) {
+      const reason =
+        wallNowMs() > deadlineMs
+          ? `time budget of ${maxMinutes} min used up`
+          : timedOut.has(contender.label)
+            ? 'timed out in an earlier round'
+            : skip(contender);
+      if (reason) {
+        results.push(skippedRun(contender, workload, round, params, reason));
+        continue;
+      }
+      const run = await fn(contender, round);
+      run.params = { ...params, ...run.params };
+      results.push(run);
+      if (run.status === 'timeout') timedOut.add(contender.label);
+      const headline = Object.entries(run.metrics)
+        .filter(([key]) =>
+          ['jobsPerSec', 'latencyP50Ms', 'latencyP99Ms', 'latenessP99Ms', 'lastStartAfterDueMs', 'early'].includes(key),
+        )
+        .map(([key, value]) => `${key}=${Math.round(value * 10) / 10}`)
+        .join(' ');
+      log(
+        `${workload} ${JSON.stringify(params)} r${round} ${contender.label}: ${run.status} ${headline} ${run.problems.join('; ')}`,
+      );
+    }
+  }
+}
+
+/** The first timed-out (or failed) drain of a contender at a smaller size predicts the larger one. */
+function drainSkip(results: RunRecord[], capMs: number, n: number, procs: number) {
+  return (contender: Contender): string | null => {
+    const earlier = results.filter(
+      (run) =>
+        run.workload === 'drain' &&
+        run.label === contender.label &&
+        run.params.procs === procs &&
+        Number(run.params.jobs) < n,
+    );
+    const rate = Math.max(0, ...earlier.map((run) => run.metrics.jobsPerSec ?? 0));
+    if (earlier.some((run) => run.status === 'timeout') || (earlier.length > 0 && n / rate > capMs / 1000)) {
+      return `its ${earlier[0]?.params.jobs}-job drain rate (${Math.round(rate)}/s) cannot finish ${n} jobs within the ${capMs / 1000} s cap`;
+    }
+    return null;
+  };
+}
+
+async function machineInfo(): Promise<BenchResults['machine']> {
+  const version = (pkg: string) => {
+    try {
+      return (
+        JSON.parse(readFileSync(join(BENCH_DIR, '..', 'node_modules', pkg, 'package.json'), 'utf8')) as {
+          version: string;
+        }
+      ).version;
+    } catch {
+      return 'unknown';
+    }
+  };
+  const postgres = await withAdmin(
+    async (client) => (await client.query<{ v: string }>('SELECT version() AS v')).rows[0]?.v ?? '',
+  );
+  let redis = 'unavailable';
+  try {
+    const { Redis } = await import('ioredis');
+    const client = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await client.connect();
+    redis = /redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? 'unknown';
+    client.disconnect();
+  } catch (error) {
+    redis = `unavailable (${(error as Error).message})`;
+  }
+  let sqlite = 'unknown';
+  try {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(':memory:');
+    sqlite = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
+    db.close();
+  } catch {
+    sqlite = 'unavailable';
+  }
+  const clock = await databaseClockOffsetMs();
+  return {
+    cpu: `${cpus()[0]?.model ?? 'unknown'} × ${cpus().length}`,
+    memoryGb: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+    os: `${osType()} ${release()}`,
+    node: process.version,
+    postgres,
+    redis,
+    sqlite,
+    versions: {
+      docket: (JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string }).version,
+      'graphile-worker': version('graphile-worker'),
+      'pg-boss': version('pg-boss'),
+      bullmq: version('bullmq'),
+      ioredis: version('ioredis'),
+      pg: version('pg'),
+      'better-sqlite3': version('better-sqlite3'),
+    },
+    dbClockOffsetMs: clock.offsetMs,
+    dbClockErrorBoundMs: clock.errorBoundMs,
+  };
+}
+
+/**
+ * Captures the claim's plan with 1M future rows present: auto_explain (ANALYZE, no timing) is
+ * switched on for the contender's database while a small drain runs, then off again, and the plans
+ * of statements that lease rows are read from the server log.
+ */
+async function explainClaim(contender: Contender, jobs: number): Promise<ExplainCapture> {
+  const database = databaseNameOf(contender.config.databaseUrl);
+  let offset = 0;
+  try {
+    offset = statSync(PG_LOG).size;
+  } catch (error) {
+    return { label: contender.label, plans: [], note: `server log ${PG_LOG} unreadable: ${(error as Error).message}` };
+  }
+  await withAdmin(async (client) => {
+    await client.query(`ALTER DATABASE ${database} SET session_preload_libraries = 'auto_explain'`);
+    await client.query(`ALTER DATABASE ${database} SET auto_explain.log_min_duration = 0`);
+    await client.query(`ALTER DATABASE ${database} SET auto_explain.log_analyze = on`);
+    await client.query(`ALTER DATABASE ${database} SET auto_explain.log_timing = off`);
+  });
+  try {
+    await drainRun(contender, jobs, 1, { round: 0, capMs: 30_000, fresh: false, workload: 'explain-probe' });
+  } finally {
+    await withAdmin((client) => client.query(`ALTER DATABASE ${database} RESET ALL`));
+  }
+  const text = readFileSync(PG_LOG, 'utf8').slice(offset);
+  const blocks = text.split(/\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)/).filter((block) => block.includes('Query Text:'));
+  const leasing = blocks.filter((block) => /lease/i.test(block) && /(Update on|LockRows)/.test(block));
+  const distinct = new Map<string, string>();
+  for (const block of leasing) {
+    const query =
+      /Query Text: ([\s\S]*?)\n\s*(Update on|Insert on|Limit|LockRows|CTE|Nested|Hash|Index|Seq|Result|Sort)/.exec(
+        block,
+      )?.[1] ?? block;
+    const key = query.replace(/\s+/g, ' ').slice(0, 200);
+    if (!distinct.has(key)) distinct.set(key, block.slice(block.indexOf('duration:')));
+  }
+  const plans = [...distinct.values()].slice(0, 3);
+  return {
+    label: contender.label,
+    plans,
+    note:
+      plans.length === 0
+        ? `no leasing statement found in ${blocks.length} logged plans`
+        : `${leasing.length} leasing statements logged; ${plans.length} distinct shown`,
+    seqScanOnJobs: plans.some((plan) => /Seq Scan on jobs/.test(plan)),
+  };
+}
+
+/** Samples what the database sessions of one database wait on while `during` runs. */
+async function sampleWaits(database: string, during: Promise<unknown>): Promise<Record<string, number>> {
+  const client = new pg.Client({ connectionString: databaseUrl('postgres') });
+  await client.connect();
+  const counts: Record<string, number> = {};
+  let done = false;
+  // Errors of `during` belong to its awaiting caller; this only needs to know when it settled.
+  during.then(
+    () => {
+      done = true;
+    },
+    () => {
+      done = true;
+    },
+  );
+  try {
+    while (!done) {
+      const { rows } = await client.query<{ w: string }>(
+        `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') || '  ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS w
+           FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()`,
+        [database],
+      );
+      for (const row of rows) counts[row.w] = (counts[row.w] ?? 0) + 1;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await client.end();
+  }
+  return counts;
+}
+
+async function main(): Promise<void> {
+  const stale = await dropAllScratchDatabases();
+  if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
+  const unavailable = new Map<string, string>();
+  const requested = args.systems ? (args.systems.split(',') as SystemName[]) : (['docket', ...PEERS] as SystemName[]);
+  const contenders = await contendersFor(requested, unavailable);
+  const docket = contenders.filter((c) => c.module.name === 'docket');
+  const [sqlite] = requested.includes('docket') ? await contendersFor(['docket-sqlite'], unavailable) : [];
+  for (const [system, reason] of unavailable) log(`${system} unavailable: ${reason}`);
+  log(
+    `contenders: ${contenders.map((c) => c.label).join(', ')}; rounds ${rounds}; concurrency ${concurrency}; out ${outDir}`,
+  );
+
+  const results: RunRecord[] = [];
+  const bench: BenchResults = {
+    mode: smoke ? 'smoke' : 'full',
+    startedAt: new Date().toISOString(),
+    finishedAt: '',
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    machine: await machineInfo(),
+    options: { rounds, concurrency, maxMinutes, workloads: [...only], sizes: SIZES },
+    configs: [...contenders, ...(sqlite ? [sqlite] : [])].map((c) => ({
+      label: c.label,
+      system: c.module.name,
+      variant: c.variant,
+      config: c.module.describe(c.variant, concurrency),
+    })),
+    unavailable: Object.fromEntries(unavailable),
+    runs: results,
+    pgbench: [],
+    explain: [],
+    profiles: [],
+    waits: {},
+  };
+
+  try {
+    if (only.has('drain')) {
+      for (const n of SIZES.drainJobs) {
+        for (const procs of SIZES.drainProcs) {
+          await alternate(
+            contenders,
+            'drain',
+            { jobs: n, procs },
+            results,
+            (c, round) => drainRun(c, n, procs, { round, capMs: SIZES.drainCapMs }),
+            drainSkip(results, SIZES.drainCapMs, n, procs),
+          );
+        }
+      }
+    }
+    if (only.has('stream')) {
+      for (const rate of SIZES.streamRates) {
+        await alternate(
+          contenders,
+          'stream',
+          { ratePerSec: rate, durationMs: SIZES.streamMs, procs: 1 },
+          results,
+          (c, round) => streamRun(c, rate, SIZES.streamMs, 1, { round, capMs: SIZES.streamMs }),
+        );
+      }
+    }
+    if (only.has('spike')) {
+      await alternate(
+        contenders,
+        'spike',
+        { jobs: SIZES.spikeJobs, leadMs: SIZES.spikeLeadMs, procs: 1 },
+        results,
+        (c, round) =>
+          spikeRun(c, SIZES.spikeJobs, SIZES.spikeLeadMs, 1, {
+            round,
+            capMs: SIZES.spikeCapMs,
+            databaseNow: () => databaseNow(databaseUrl('postgres')),
+          }),
+      );
+    }
+    if (only.has('submit')) {
+      for (const { jobs, batch } of SIZES.submit) {
+        await alternate(contenders, 'submit', { jobs, batchSize: batch }, results, (c, round) =>
+          submitRun(c, jobs, batch, { round, capMs: 0 }),
+        );
+      }
+    }
+    if (only.has('large')) {
+      // Docket and the strongest PostgreSQL peer: inserting a million rows through each API costs
+      // minutes. Smoke mode keeps Docket alone (or the first contender) to stay under a minute.
+      const large = contenders.filter(
+        (c) => c.module.name === 'docket' || (!smoke && c.module.name === 'graphile-worker' && c.variant === 'tuned'),
+      );
+      if (large.length === 0 && smoke && contenders[0]) large.push(contenders[0]);
+      for (const contender of large) {
+        if (wallNowMs() > deadlineMs) break;
+        await contender.module.reset(contender.config);
+        const store = await contender.module.openStore(contender.config);
+        const fillMs = await insertFutureFiller(store, SIZES.fillerJobs);
+        await store.close();
+        log(`large: ${contender.label} holds ${SIZES.fillerJobs} future rows (inserted in ${Math.round(fillMs)} ms)`);
+        await withAdmin((client) => client.query('VACUUM ANALYZE'), contender.config.databaseUrl);
+        if (contender.module.name === 'docket') bench.explain.push(await explainClaim(contender, smoke ? 200 : 2_000));
+        await alternate(
+          [contender],
+          'large-drain',
+          { jobs: SIZES.largeDrainJobs, procs: 1, filler: SIZES.fillerJobs },
+          results,
+          (c, round) =>
+            drainRun(c, SIZES.largeDrainJobs, 1, {
+              round,
+              capMs: SIZES.drainCapMs,
+              fresh: false,
+              workload: 'large-drain',
+            }),
+        );
+        await alternate(
+          [contender],
+          'large-stream',
+          { ratePerSec: SIZES.largeStreamRate, durationMs: SIZES.streamMs, procs: 1, filler: SIZES.fillerJobs },
+          results,
+          (c, round) =>
+            streamRun(c, SIZES.largeStreamRate, SIZES.streamMs, 1, {
+              round,
+              capMs: SIZES.streamMs,
+              fresh: false,
+              workload: 'large-stream',
+            }),
+        );
+      }
+    }
+    if (only.has('limit') && wallNowMs() < deadlineMs) {
+      log('limit: pgbench');
+      bench.pgbench = await pgbenchLimit(SIZES.pgbench);
+      for (const result of bench.pgbench)
+        log(`limit ${result.script}: ${Math.round(result.lifecyclesPerSec)} lifecycles/s`);
+    }
+    if (only.has('sqlite') && sqlite) {
+      for (const n of SIZES.drainJobs) {
+        for (const procs of SIZES.drainProcs) {
+          await alternate([sqlite], 'drain', { jobs: n, procs }, results, (c, round) =>
+            drainRun(c, n, procs, { round, capMs: SIZES.drainCapMs }),
+          );
+        }
+      }
+      for (const rate of SIZES.streamRates) {
+        await alternate(
+          [sqlite],
+          'stream',
+          { ratePerSec: rate, durationMs: SIZES.streamMs, procs: 1 },
+          results,
+          (c, round) => streamRun(c, rate, SIZES.streamMs, 1, { round, capMs: SIZES.streamMs }),
+        );
+      }
+    }
+    if (only.has('memory') && SIZES.memoryMs > 0) {
+      for (const contender of docket) {
+        log(`memory: ${contender.label} streams 1,000 jobs/s for ${SIZES.memoryMs / 60_000} min`);
+        results.push(
+          await streamRun(contender, 1_000, SIZES.memoryMs, 1, { round: 1, capMs: 30_000, workload: 'memory' }),
+        );
+      }
+    }
+    if (!args['no-profile'] && only.has('drain') && docket[0] && wallNowMs() < deadlineMs) {
+      const profileDir = join(scratchDir, 'profiles');
+      mkdirSync(profileDir, { recursive: true });
+      const n = smoke ? 300 : 20_000;
+      log(`profile: ${docket[0].label} drain of ${n} jobs with --cpu-prof and pg_stat_activity sampling`);
+      const contender = docket[0];
+      const run = drainRun(contender, n, 1, {
+        round: 0,
+        capMs: SIZES.drainCapMs,
+        cpuProfileDir: profileDir,
+        workload: 'profile',
+      });
+      bench.waits = await sampleWaits(databaseNameOf(contender.config.databaseUrl), run);
+      const profiled = await run;
+      bench.profileRun = { jobsPerSec: profiled.metrics.jobsPerSec ?? Number.NaN, status: profiled.status };
+      bench.profiles = summarizeProfiles(profileDir).map((summary) => ({
+        ...summary,
+        file: summary.file.replace(scratchDir, '$TMP'),
+      }));
+    }
+  } finally {
+    for (const contender of [...contenders, ...(sqlite ? [sqlite] : [])]) {
+      await contender.module
+        .destroy(contender.config)
+        .catch((error: Error) => log(`cleanup ${contender.label}: ${error.message}`));
+    }
+    rmSync(scratchDir, { recursive: true, force: true });
+  }
+
+  bench.finishedAt = new Date().toISOString();
+  const written = writeReport(bench, outDir);
+  log(`wrote ${written.join(', ')}`);
+  const broken = results.filter(
+    (run) => run.status === 'failed' || (smoke && (run.status === 'error' || run.status === 'timeout')),
+  );
+  if (broken.length > 0) {
+    for (const run of broken)
+      log(`NOT OK: ${run.workload} ${run.label} r${run.round}: ${run.status}: ${run.problems.join('; ')}`);
+    process.exitCode = 1;
+  }
+  if (smoke && unavailable.size > 0) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,90 @@
+/**
+ * graphile-worker 0.17 driver. Default: the library's defaults at the shared concurrency. Tuned: the
+ * configuration from its performance page (worker.graphile.org/docs/performance): local queue of
+ * 500, batched completions and failures (`completeJobBatchDelay: 0`, `failJobBatchDelay: 0`) and a
+ * pool of concurrency + 1.
+ */
+import { Logger, makeWorkerUtils, run, runMigrations, type WorkerUtils } from 'graphile-worker';
+import pg from 'pg';
+import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
+import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule } from './system.js';
+
+const TASK = 'bench_noop';
+
+// Silent: graphile-worker logs every job at info level, and printing 100,000 lines would measure the terminal.
+const silentLogger = new Logger(() => () => {});
+
+function preset(config: SystemConfig) {
+  if (config.variant === 'default') return undefined;
+  return {
+    worker: {
+      localQueue: { size: 500 },
+      completeJobBatchDelay: 0,
+      failJobBatchDelay: 0,
+      maxPoolSize: config.concurrency + 1,
+    },
+  };
+}
+
+/** graphile-worker behind the bench interface. */
+export const graphileWorkerSystem: SystemModule = {
+  name: 'graphile-worker',
+  variants: ['default', 'tuned'],
+
+  describe(variant, concurrency) {
+    return variant === 'default'
+      ? `run({ concurrency: ${concurrency} }); everything else default (pollInterval 2000 ms + LISTEN/NOTIFY, no local queue, unbatched completions, pool 10)`
+      : `run({ concurrency: ${concurrency}, preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0, maxPoolSize: ${concurrency + 1} } } }) (published performance configuration)`;
+  },
+
+  async reset(config) {
+    await recreateDatabase(databaseNameOf(config.databaseUrl));
+    await runMigrations({ connectionString: config.databaseUrl, logger: silentLogger });
+  },
+
+  async openStore(config) {
+    const utils: WorkerUtils = await makeWorkerUtils({ connectionString: config.databaseUrl, logger: silentLogger });
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+    return {
+      async insert(jobs: readonly BenchJob[]) {
+        await utils.addJobs(
+          jobs.map((job) => ({ identifier: TASK, payload: { i: job.i }, ...(job.runAt ? { runAt: job.runAt } : {}) })),
+        );
+      },
+      async remainingDue() {
+        const { rows } = await pool.query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM graphile_worker._private_jobs WHERE run_at <= now() AND attempts < max_attempts`,
+        );
+        return Number(rows[0]?.n ?? 0);
+      },
+      async close() {
+        await utils.release();
+        await pool.end();
+      },
+    };
+  },
+
+  async startWorker(config, onStart) {
+    const runner = await run({
+      connectionString: config.databaseUrl,
+      concurrency: config.concurrency,
+      noHandleSignals: true,
+      logger: silentLogger,
+      taskList: {
+        [TASK]: async (payload) => {
+          onStart(benchIndexOf(payload));
+        },
+      },
+      ...(preset(config) ? { preset: preset(config) } : {}),
+    });
+    return {
+      async stop() {
+        await runner.stop();
+      },
+    };
+  },
+
+  async destroy(config) {
+    await dropDatabase(databaseNameOf(config.databaseUrl));
+  },
+};

@@ -1,0 +1,102 @@
+/**
+ * The one small interface every benchmarked system implements, so a workload never knows which
+ * scheduler it drives.
+ *
+ * A system has two faces. The parent process (the harness) opens a {@link BenchStore}: it creates a
+ * fresh database (or Redis key prefix), inserts jobs and counts what is left. Worker child processes
+ * call {@link SystemModule.startWorker}, whose handler reports each job's bench index the moment it
+ * starts; the harness turns those reports into exactly-once checks, throughput and latency.
+ *
+ * Every job carries the payload `{ i }`, its index in the run (0..n-1), because the systems' own ids
+ * differ in kind and are assigned at insert.
+ */
+
+/** The systems the harness knows. */
+export const SYSTEM_NAMES = ['docket', 'docket-sqlite', 'graphile-worker', 'pg-boss', 'bullmq'] as const;
+
+/** One of {@link SYSTEM_NAMES}. */
+export type SystemName = (typeof SYSTEM_NAMES)[number];
+
+/** `default`: the library's defaults; `tuned`: its best published configuration. */
+export type Variant = 'default' | 'tuned';
+
+/** Everything a store or a worker needs to reach its system; serialisable, so it crosses to children. */
+export interface SystemConfig {
+  system: SystemName;
+  variant: Variant;
+  /** Jobs one worker process runs at once (each system's own notion of it; see the variant text). */
+  concurrency: number;
+  /** PostgreSQL URL of this system's own scratch database, or a SQLite file URL for docket-sqlite. */
+  databaseUrl: string;
+  /** BullMQ only: the Redis URL and the key prefix this run owns (flushed, nothing else). */
+  redisUrl: string;
+  redisPrefix: string;
+}
+
+/** One job to insert: its bench index, and a run time when it must not start at once. */
+export interface BenchJob {
+  i: number;
+  runAt?: Date | undefined;
+}
+
+/** The harness's side of a system: setup, bulk insert, counting, teardown. */
+export interface BenchStore {
+  /** Inserts jobs in one call (or as few as the system allows), committed before it resolves. */
+  insert(jobs: readonly BenchJob[]): Promise<void>;
+  /** Live jobs that are due now and not finished (waiting or running); future-dated ones excluded. */
+  remainingDue(): Promise<number>;
+  /** Releases this process's connections; the data stays. */
+  close(): Promise<void>;
+}
+
+/** A worker running inside a child process. */
+export interface RunningWorker {
+  /** Graceful stop: stop fetching, let in-flight handlers finish, flush completions. */
+  stop(): Promise<void>;
+}
+
+/** Called by a handler as its first act, with the job's bench index. */
+export type OnJobStart = (i: number) => void;
+
+/** What each driver module exports. */
+export interface SystemModule {
+  readonly name: SystemName;
+  /** Whether this system offers a tuned configuration distinct from its default. */
+  readonly variants: readonly Variant[];
+  /** Human-readable configuration of a variant, quoted in RESULTS.md. */
+  describe(variant: Variant, concurrency: number): string;
+  /** Drops whatever this system left before and creates a fresh, migrated, empty store. */
+  reset(config: SystemConfig): Promise<void>;
+  /** Opens the harness's handle on an existing store (after {@link reset}). */
+  openStore(config: SystemConfig): Promise<BenchStore>;
+  /** Starts one worker (in the calling process) whose handler calls `onStart` and returns at once. */
+  startWorker(config: SystemConfig, onStart: OnJobStart): Promise<RunningWorker>;
+  /** Removes the scratch database or keys for good. */
+  destroy(config: SystemConfig): Promise<void>;
+}
+
+/** Loads a driver module by name (dynamic, so a broken driver only breaks its own runs). */
+export async function loadSystem(name: SystemName): Promise<SystemModule> {
+  switch (name) {
+    case 'docket':
+    case 'docket-sqlite': {
+      const module = await import('./docket.js');
+      return name === 'docket' ? module.docketSystem : module.docketSqliteSystem;
+    }
+    case 'graphile-worker':
+      return (await import('./graphile-worker.js')).graphileWorkerSystem;
+    case 'pg-boss':
+      return (await import('./pg-boss.js')).pgBossSystem;
+    case 'bullmq':
+      return (await import('./bullmq.js')).bullmqSystem;
+  }
+}
+
+/** Reads the bench index out of a payload, refusing anything else so a stray job cannot count. */
+export function benchIndexOf(payload: unknown): number {
+  const i = (payload as { i?: unknown } | null)?.i;
+  if (typeof i !== 'number' || !Number.isInteger(i) || i < 0) {
+    throw new Error(`bench job without an integer payload.i: ${JSON.stringify(payload)}`);
+  }
+  return i;
+}

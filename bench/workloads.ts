@@ -1,0 +1,405 @@
+/**
+ * The benchmark workloads. Each function performs one run of one contender and returns a
+ * {@link RunRecord}; the harness (run.ts) decides sizes, rounds and order.
+ *
+ * Exactly once: every run counts handler starts per job. A duplicate start, a start of a job that
+ * is not part of the run, or a job still unfinished after every handler ran fails the run, whatever
+ * its speed. A run that does not finish within its time cap is reported as `timeout` with the rate
+ * it reached, never as a fast result.
+ */
+import { wallNowMs } from './pg-admin.js';
+import { cdfPoints, type Distribution, distribution, histogram } from './stats.js';
+import type { BenchJob, BenchStore, SystemConfig, SystemModule, Variant } from './systems/system.js';
+import { type RssSummary, StartRecorder, sleep, WorkerProcess } from './worker-process.js';
+
+/** One system in one configuration, as the workloads see it. */
+export interface Contender {
+  module: SystemModule;
+  variant: Variant;
+  config: SystemConfig;
+  /** e.g. `graphile-worker (tuned)`. */
+  label: string;
+}
+
+/** How a run ended. */
+export type RunStatus = 'ok' | 'failed' | 'timeout' | 'error' | 'skipped';
+
+/** Per-process memory of a run, in MiB. */
+export interface RssRecord {
+  startMb: number;
+  peakMb: number;
+  endMb: number;
+}
+
+/** Everything one run measured; the raw JSON holds a list of these. */
+export interface RunRecord {
+  workload: string;
+  system: string;
+  variant: Variant;
+  label: string;
+  round: number;
+  params: Record<string, number | string>;
+  status: RunStatus;
+  /** Why the run failed or what to watch (lost, doubled, stray jobs; timeouts; errors). */
+  problems: string[];
+  metrics: Record<string, number>;
+  rss: RssRecord[];
+  /** Latency CDF points (ms), for charts. */
+  latencyCdf?: [number, number][];
+  /** Spike start-time histogram (10 ms bins from -100 ms). */
+  spikeHistogram?: number[];
+  /** RSS samples over a long run: [seconds since start, MiB] per process. */
+  rssTimeline?: [number, number][][];
+  wallMs: number;
+}
+
+/** Knobs shared by every run. */
+export interface RunOptions {
+  round: number;
+  /** Give up waiting for the jobs after this long (the run is then `timeout`). */
+  capMs: number;
+  cpuProfileDir?: string | undefined;
+}
+
+const MIB = 1024 * 1024;
+const INSERT_CHUNK = 5_000;
+/** Offset of future-dated filler rows' indices, so a filler that ever ran would show as a stray. */
+export const FILLER_INDEX_BASE = 100_000_000;
+
+/** Spike histogram: 10 ms bins from -100 ms to +5000 ms (later starts land in the last bin). */
+export const SPIKE_BINS = { fromMs: -100, toMs: 5_000, bins: 510 } as const;
+
+function record(contender: Contender, workload: string, options: RunOptions, params: RunRecord['params']): RunRecord {
+  return {
+    workload,
+    system: contender.module.name,
+    variant: contender.variant,
+    label: contender.label,
+    round: options.round,
+    params,
+    status: 'ok',
+    problems: [],
+    metrics: {},
+    rss: [],
+    wallMs: 0,
+  };
+}
+
+function rssRecord(summary: RssSummary): RssRecord {
+  return {
+    startMb: summary.startBytes / MIB,
+    peakMb: summary.peakBytes / MIB,
+    endMb: summary.endBytes / MIB,
+  };
+}
+
+function fail(run: RunRecord, problem: string, status: RunStatus = 'failed'): void {
+  run.problems.push(problem);
+  // A failure outranks a timeout: a run that doubled a job is wrong, not merely slow.
+  if (run.status === 'ok' || (run.status === 'timeout' && status === 'failed')) run.status = status;
+}
+
+/** Inserts jobs in chunks; returns the elapsed ms. */
+export async function insertAll(store: BenchStore, jobs: readonly BenchJob[], chunk = INSERT_CHUNK): Promise<number> {
+  const started = wallNowMs();
+  for (let k = 0; k < jobs.length; k += chunk) await store.insert(jobs.slice(k, k + chunk));
+  return wallNowMs() - started;
+}
+
+/** Jobs 0..n-1, due now (or at `runAt`). */
+export function benchJobs(n: number, runAt?: Date): BenchJob[] {
+  return Array.from({ length: n }, (_, i) => (runAt ? { i, runAt } : { i }));
+}
+
+async function waitUntilNothingDue(store: BenchStore, capMs: number): Promise<number> {
+  const deadline = wallNowMs() + capMs;
+  let left = await store.remainingDue();
+  while (left > 0 && wallNowMs() < deadline) {
+    await sleep(5);
+    left = await store.remainingDue();
+  }
+  return left;
+}
+
+function checkExactlyOnce(run: RunRecord, recorder: StartRecorder): void {
+  if (recorder.duplicates > 0) fail(run, `${recorder.duplicates} duplicate handler starts (jobs ran twice)`);
+  if (recorder.strays > 0) fail(run, `${recorder.strays} starts of jobs outside this run`);
+}
+
+async function stopAll(run: RunRecord, workers: WorkerProcess[]): Promise<void> {
+  const summaries = await Promise.all(workers.map((worker) => worker.stop()));
+  run.rss = summaries.map(rssRecord);
+  for (const worker of workers) if (worker.error) fail(run, `worker ${worker.pid}: ${worker.error}`, 'error');
+  run.rssTimeline = summaries.map((summary) => {
+    const t0 = summary.samples[0]?.atMs ?? 0;
+    return summary.samples.map((sample) => [(sample.atMs - t0) / 1000, sample.rssBytes / MIB] as [number, number]);
+  });
+}
+
+/**
+ * Drain: `n` no-op jobs inserted first, then `procs` worker processes started together; throughput
+ * is n over the time from the first handler start until the store holds no due, unfinished job.
+ */
+export async function drainRun(
+  contender: Contender,
+  n: number,
+  procs: number,
+  options: RunOptions & { workload?: string; fresh?: boolean },
+): Promise<RunRecord> {
+  const run = record(contender, options.workload ?? 'drain', options, { jobs: n, procs });
+  const wallStart = wallNowMs();
+  if (options.fresh !== false) await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  let workers: WorkerProcess[] = [];
+  try {
+    const insertMs = await insertAll(store, benchJobs(n));
+    run.metrics.insertJobsPerSec = n / (insertMs / 1000);
+    const recorder = new StartRecorder(n);
+    workers = await WorkerProcess.startMany(procs, contender.config, recorder, {
+      cpuProfileDir: options.cpuProfileDir,
+    });
+    const allStarted = await recorder.waitFor(n, options.capMs);
+    let endMs = wallNowMs();
+    if (allStarted) {
+      const left = await waitUntilNothingDue(store, 15_000);
+      endMs = wallNowMs();
+      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+    } else {
+      fail(run, `only ${recorder.distinct} of ${n} jobs started within ${options.capMs} ms`, 'timeout');
+    }
+    await stopAll(run, workers);
+    workers = [];
+    checkExactlyOnce(run, recorder);
+    const seconds = (endMs - recorder.firstStartMs) / 1000;
+    run.metrics.started = recorder.distinct;
+    run.metrics.seconds = seconds;
+    run.metrics.jobsPerSec = recorder.distinct / seconds;
+    run.metrics.peakRssMb = Math.max(0, ...run.rss.map((rss) => rss.peakMb));
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    for (const worker of workers) worker.kill();
+    await store.close().catch(() => {});
+  }
+  run.wallMs = wallNowMs() - wallStart;
+  return run;
+}
+
+/**
+ * Steady stream: workers running first, then immediate jobs submitted at `ratePerSec` for
+ * `durationMs` (each due batch in one insert, one insert in flight). Start latency is handler start
+ * minus the start of the insert call that carried the job. A backlog that grows shows as latency
+ * rising from the first tenth of the jobs to the last.
+ */
+export async function streamRun(
+  contender: Contender,
+  ratePerSec: number,
+  durationMs: number,
+  procs: number,
+  options: RunOptions & { workload?: string; fresh?: boolean },
+): Promise<RunRecord> {
+  const total = Math.max(1, Math.round((ratePerSec * durationMs) / 1000));
+  const run = record(contender, options.workload ?? 'stream', options, { ratePerSec, durationMs, procs, jobs: total });
+  const wallStart = wallNowMs();
+  if (options.fresh !== false) await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  let workers: WorkerProcess[] = [];
+  try {
+    const recorder = new StartRecorder(total);
+    workers = await WorkerProcess.startMany(procs, contender.config, recorder, {
+      cpuProfileDir: options.cpuProfileDir,
+    });
+    const submitAt = new Float64Array(total);
+    let submitted = 0;
+    let inserts = 0;
+    const t0 = wallNowMs();
+    while (submitted < total) {
+      const due = Math.min(total, Math.floor(((wallNowMs() - t0) * ratePerSec) / 1000) + 1);
+      if (due > submitted) {
+        const at = wallNowMs();
+        const batch: BenchJob[] = [];
+        for (let i = submitted; i < due; i += 1) {
+          submitAt[i] = at;
+          batch.push({ i });
+        }
+        await store.insert(batch);
+        inserts += 1;
+        submitted = due;
+      } else {
+        await sleep(1);
+      }
+    }
+    const submitEnd = wallNowMs();
+    run.metrics.submitOverrunMs = submitEnd - t0 - durationMs;
+    run.metrics.meanBatch = total / inserts;
+    const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
+    const allStarted = await recorder.waitFor(total, tailCapMs);
+    if (allStarted) {
+      const left = await waitUntilNothingDue(store, 15_000);
+      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+    } else {
+      fail(
+        run,
+        `only ${recorder.distinct} of ${total} jobs started within ${tailCapMs} ms of the last submit`,
+        'timeout',
+      );
+    }
+    await stopAll(run, workers);
+    workers = [];
+    checkExactlyOnce(run, recorder);
+    const latencies: number[] = [];
+    for (let i = 0; i < total; i += 1) {
+      const start = recorder.startMs[i]!;
+      // A job that never started counts at the cap, so a timeout cannot look like low latency.
+      latencies.push(Number.isNaN(start) ? submitEnd + tailCapMs - submitAt[i]! : start - submitAt[i]!);
+    }
+    const all = distribution(latencies);
+    const tenth = Math.max(1, Math.floor(total / 10));
+    const first = distribution(latencies.slice(0, tenth));
+    const last = distribution(latencies.slice(total - tenth));
+    Object.assign(run.metrics, prefixed('latency', all), {
+      firstTenthP50Ms: first.p50,
+      lastTenthP50Ms: last.p50,
+      started: recorder.distinct,
+      // Growing backlog: the last tenth waits clearly longer than the first (x3 and +50 ms).
+      backlogGrew: last.p50 > first.p50 * 3 && last.p50 - first.p50 > 50 ? 1 : 0,
+      peakRssMb: Math.max(0, ...run.rss.map((rss) => rss.peakMb)),
+    });
+    run.latencyCdf = cdfPoints(latencies);
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    for (const worker of workers) worker.kill();
+    await store.close().catch(() => {});
+  }
+  run.wallMs = wallNowMs() - wallStart;
+  return run;
+}
+
+function prefixed(prefix: string, d: Distribution): Record<string, number> {
+  return {
+    [`${prefix}P50Ms`]: d.p50,
+    [`${prefix}P90Ms`]: d.p90,
+    [`${prefix}P99Ms`]: d.p99,
+    [`${prefix}MaxMs`]: d.max,
+    [`${prefix}MeanMs`]: d.mean,
+  };
+}
+
+/**
+ * The spike: `n` jobs due at one instant `leadMs` ahead (by the database clock, read just before),
+ * inserted while the workers idle. Lateness is start minus the due instant; an early start is one
+ * whose integer `Date.now()` is below the due instant (this host's clock is also the database's).
+ */
+export async function spikeRun(
+  contender: Contender,
+  n: number,
+  leadMs: number,
+  procs: number,
+  options: RunOptions & { databaseNow: () => Promise<Date> },
+): Promise<RunRecord> {
+  const run = record(contender, 'spike', options, { jobs: n, leadMs, procs });
+  const wallStart = wallNowMs();
+  await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  let workers: WorkerProcess[] = [];
+  try {
+    const recorder = new StartRecorder(n);
+    workers = await WorkerProcess.startMany(procs, contender.config, recorder, {
+      cpuProfileDir: options.cpuProfileDir,
+    });
+    const dbNow = (await options.databaseNow()).getTime();
+    // A whole 100 ms, so the due instant has no sub-millisecond part in any store.
+    const dueAtMs = Math.ceil((dbNow + leadMs) / 100) * 100;
+    const insertMs = await insertAll(store, benchJobs(n, new Date(dueAtMs)), 2_000);
+    const insertedAt = Date.now();
+    run.metrics.insertMs = insertMs;
+    run.metrics.insertMarginMs = dueAtMs - insertedAt;
+    if (insertedAt >= dueAtMs) fail(run, `inserting took ${Math.round(insertMs)} ms and overran the due instant`);
+    const allStarted = await recorder.waitFor(n, dueAtMs - Date.now() + options.capMs);
+    if (allStarted) {
+      const left = await waitUntilNothingDue(store, 15_000);
+      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+    } else {
+      fail(
+        run,
+        `only ${recorder.distinct} of ${n} jobs started within ${options.capMs} ms of the due instant`,
+        'timeout',
+      );
+    }
+    await stopAll(run, workers);
+    workers = [];
+    checkExactlyOnce(run, recorder);
+    const lateness: number[] = [];
+    let early = 0;
+    for (let i = 0; i < n; i += 1) {
+      if (recorder.startDateMs[i]! < dueAtMs) early += 1;
+      if (!Number.isNaN(recorder.startMs[i]!)) lateness.push(recorder.startMs[i]! - dueAtMs);
+    }
+    if (early > 0) fail(run, `${early} jobs started before their run time`);
+    Object.assign(run.metrics, prefixed('lateness', distribution(lateness)), {
+      early,
+      started: recorder.distinct,
+      lastStartAfterDueMs: recorder.lastStartMs - dueAtMs,
+      firstStartAfterDueMs: recorder.firstStartMs - dueAtMs,
+    });
+    run.spikeHistogram = histogram(lateness, SPIKE_BINS.fromMs, SPIKE_BINS.toMs, SPIKE_BINS.bins);
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    for (const worker of workers) worker.kill();
+    await store.close().catch(() => {});
+  }
+  run.wallMs = wallNowMs() - wallStart;
+  return run;
+}
+
+/** Submit: `n` jobs inserted `batchSize` at a time, one insert in flight, no workers. */
+export async function submitRun(
+  contender: Contender,
+  n: number,
+  batchSize: number,
+  options: RunOptions,
+): Promise<RunRecord> {
+  const run = record(contender, 'submit', options, { jobs: n, batchSize });
+  const wallStart = wallNowMs();
+  await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  try {
+    const elapsedMs = await insertAll(store, benchJobs(n), batchSize);
+    run.metrics.jobsPerSec = n / (elapsedMs / 1000);
+    run.metrics.seconds = elapsedMs / 1000;
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    await store.close().catch(() => {});
+  }
+  run.wallMs = wallNowMs() - wallStart;
+  return run;
+}
+
+/** Inserts `n` filler jobs due a day from now (indices from {@link FILLER_INDEX_BASE}); returns ms. */
+export async function insertFutureFiller(store: BenchStore, n: number, chunk = 10_000): Promise<number> {
+  const runAt = new Date(Date.now() + 24 * 3600_000);
+  const started = wallNowMs();
+  for (let k = 0; k < n; k += chunk) {
+    const jobs: BenchJob[] = [];
+    for (let i = k; i < Math.min(n, k + chunk); i += 1) jobs.push({ i: FILLER_INDEX_BASE + i, runAt });
+    await store.insert(jobs);
+  }
+  return wallNowMs() - started;
+}
+
+/** Marks a run as skipped (deadline reached, or an earlier round timed out). */
+export function skippedRun(
+  contender: Contender,
+  workload: string,
+  round: number,
+  params: RunRecord['params'],
+  reason: string,
+): RunRecord {
+  const run = record(contender, workload, { round, capMs: 0 }, params);
+  run.status = 'skipped';
+  run.problems.push(reason);
+  return run;
+}
