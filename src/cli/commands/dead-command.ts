@@ -1,0 +1,79 @@
+/** `docket dead list|retry|purge`: the dead-letter table, through Docket's admin operations. */
+import { Argument, Command } from '@commander-js/extra-typings';
+import { failure, usageError } from '../cli-error.js';
+import { databaseOption, jsonOption, withDocket } from '../open-cli-docket.js';
+import { collectJobIds, instantFlag, integerFlag, jobIdArgument } from '../option-parsers.js';
+import { formatInstant, formatTable, printJson, printLine } from '../output.js';
+
+/** Builds the `dead` command group. */
+export function deadCommand() {
+  const dead = new Command('dead').description('inspect, retry and purge parked (dead-letter) jobs');
+
+  dead
+    .command('list')
+    .description('list parked jobs ordered by id, with their last error')
+    .option('--queue <name>', 'only this queue')
+    .option('--kind <kind>', 'only this kind')
+    .option('--limit <n>', 'at most n jobs (default 100, max 1000)', integerFlag(1, 1000))
+    .option('--after <id>', 'only ids greater than this', jobIdArgument)
+    .addOption(databaseOption())
+    .addOption(jsonOption())
+    .action(async (options) => {
+      const list = await withDocket(options.db, (docket) =>
+        docket.listDeadLetters({
+          queue: options.queue,
+          kind: options.kind,
+          limit: options.limit,
+          afterId: options.after,
+        }),
+      );
+      if (options.json) printJson(list);
+      else if (list.length === 0) printLine('no dead letters');
+      else
+        printLine(
+          formatTable(
+            ['ID', 'QUEUE', 'KIND', 'ATTEMPTS', 'PARKED AT', 'LAST ERROR'],
+            list.map((job) => [
+              job.id,
+              job.queue,
+              job.kind,
+              `${job.attempts}/${job.maxAttempts}`,
+              formatInstant(job.finishedAt),
+              job.errors.at(-1)?.message ?? '-',
+            ]),
+          ),
+        );
+    });
+
+  dead
+    .command('retry')
+    .description('move a parked job back to pending, due now, with fresh attempts (its id and error history kept)')
+    .addArgument(new Argument('<id>', 'job id').argParser(jobIdArgument))
+    .addOption(databaseOption())
+    .addOption(jsonOption())
+    .action(async (id, options) => {
+      const job = await withDocket(options.db, (docket) => docket.retryDeadLetter(id));
+      if (job === null) throw failure(`job ${id} is not in the dead-letter table`);
+      if (options.json) printJson(job);
+      else printLine(`job ${id} is pending again, due ${formatInstant(job.runAt)}`);
+    });
+
+  dead
+    .command('purge')
+    .description('delete parked jobs for good: by id, or parked before a time (one of them is required)')
+    .option('--id <ids>', 'purge these ids (repeatable, or comma-separated)', collectJobIds)
+    .option('--before <iso>', 'purge every job parked before this ISO-8601 time', instantFlag)
+    .addOption(databaseOption())
+    .addOption(jsonOption())
+    .action(async (options) => {
+      // Refused rather than "purge everything": an empty filter wiping the table is one typo away.
+      if (options.id === undefined && options.before === undefined) throw usageError('give --id or --before');
+      const purged = await withDocket(options.db, (docket) =>
+        docket.purgeDeadLetters({ ids: options.id, parkedBefore: options.before }),
+      );
+      if (options.json) printJson({ purged });
+      else printLine(`purged ${purged} dead letter${purged === 1 ? '' : 's'}`);
+    });
+
+  return dead;
+}
