@@ -1,0 +1,66 @@
+/**
+ * The one error shape every HTTP response uses: `{ error: { code, field?, message } }`. Handlers
+ * throw {@link HttpError}; validation errors from the job layer keep their field name, so a client
+ * learns exactly which input to fix.
+ */
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { z } from 'zod';
+import { ValidationError } from '../job/errors.js';
+
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: { code: string; message: string; field?: string };
+}
+
+/** An error with an HTTP status, a stable code and (for bad input) the offending field. */
+export class HttpError extends Error {
+  readonly status: ContentfulStatusCode;
+  readonly code: string;
+  readonly field: string | undefined;
+
+  constructor(status: ContentfulStatusCode, code: string, message: string, field?: string) {
+    super(message);
+    this.name = 'HttpError';
+    this.status = status;
+    this.code = code;
+    this.field = field;
+  }
+}
+
+/** A 400 naming the field at fault. */
+export function badRequest(field: string, message: string): HttpError {
+  return new HttpError(400, 'invalid_input', `${field}: ${message}`, field);
+}
+
+/** A 404 for an unknown resource. */
+export function notFound(what: string): HttpError {
+  return new HttpError(404, 'not_found', `${what} not found`);
+}
+
+/** Turns the first zod issue into a 400 that names its path, the way ValidationError does. */
+export function fromZodError(error: z.ZodError, prefix = ''): HttpError {
+  const issue = error.issues[0];
+  if (!issue) return badRequest(prefix || 'body', 'is invalid');
+  let path = [prefix, ...issue.path.map(String)].filter((part) => part !== '').join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? '';
+    path = [path, key].filter((part) => part !== '').join('.');
+    return badRequest(path || 'body', 'unknown field');
+  }
+  return badRequest(path || 'body', issue.message);
+}
+
+/** Renders any thrown value as the standard error body; unknown errors become an opaque 500. */
+export function errorResponse(c: Context, error: unknown): Response {
+  if (error instanceof HttpError) {
+    const body: ErrorBody = { error: { code: error.code, message: error.message } };
+    if (error.field !== undefined) body.error.field = error.field;
+    return c.json(body, error.status);
+  }
+  if (error instanceof ValidationError) {
+    return c.json({ error: { code: error.code, field: error.field, message: error.message } } satisfies ErrorBody, 400);
+  }
+  // Internal details (SQL text, stack traces, payload fragments) never reach the client.
+  return c.json({ error: { code: 'internal', message: 'internal server error' } } satisfies ErrorBody, 500);
+}

@@ -1,0 +1,173 @@
+/**
+ * The destination guard for webhook jobs. A scheduler that will POST to any URL is an open door
+ * into the network it runs in (cloud metadata at 169.254.169.254, admin panels on 10.x, the
+ * database on localhost), so every destination must pass two checks:
+ *
+ * 1. its host name matches the allowlist (`*` allows any public host, `*.example.com` a domain);
+ * 2. every address it resolves to is public, unless its range is explicitly allowed.
+ *
+ * Check 2 runs at connect time, inside the socket's DNS lookup ({@link DestinationGuard.lookup}),
+ * and the socket connects only to an address that passed; checking a name and then letting the
+ * HTTP client resolve it again would let DNS rebinding swap in a private address in between.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+
+/** Settings of a {@link DestinationGuard}. */
+export interface DestinationGuardOptions {
+  /** Host names allowed: exact names, `*.domain` for subdomains, or `*` for any public host. */
+  allowHosts: readonly string[];
+  /** CIDR ranges (e.g. `127.0.0.1/32`, `10.0.0.0/8`) exempted from the private-address refusal. */
+  allowAddresses?: readonly string[] | undefined;
+}
+
+/** Why a destination was refused. */
+export class DestinationRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DestinationRefusedError';
+  }
+}
+
+/** Private, loopback, link-local, multicast and reserved ranges, refused by default. */
+const PRIVATE_RANGES: [string, number, 'ipv4' | 'ipv6'][] = [
+  ['0.0.0.0', 8, 'ipv4'],
+  ['10.0.0.0', 8, 'ipv4'],
+  ['100.64.0.0', 10, 'ipv4'],
+  ['127.0.0.0', 8, 'ipv4'],
+  ['169.254.0.0', 16, 'ipv4'],
+  ['172.16.0.0', 12, 'ipv4'],
+  ['192.0.0.0', 24, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'],
+  ['192.168.0.0', 16, 'ipv4'],
+  ['198.18.0.0', 15, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'],
+  ['203.0.113.0', 24, 'ipv4'],
+  ['224.0.0.0', 4, 'ipv4'],
+  ['240.0.0.0', 4, 'ipv4'],
+  ['::', 128, 'ipv6'],
+  ['::1', 128, 'ipv6'],
+  ['fc00::', 7, 'ipv6'],
+  ['fe80::', 10, 'ipv6'],
+  ['ff00::', 8, 'ipv6'],
+  ['2001:db8::', 32, 'ipv6'],
+];
+
+function parseCidr(cidr: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } {
+  const [address = '', prefixText] = cidr.trim().split('/');
+  const version = isIP(address);
+  if (version === 0) throw new Error(`"${cidr}" is not an IP address or CIDR range`);
+  const max = version === 4 ? 32 : 128;
+  const prefix = prefixText === undefined ? max : Number(prefixText);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) {
+    throw new Error(`"${cidr}" has an invalid prefix length (0 to ${max})`);
+  }
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
+/** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::/96) IPv6 address. */
+function embeddedIpv4(address: string): string | null {
+  const lower = address.toLowerCase();
+  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+  if (dotted?.[1]) return dotted[1];
+  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+  if (hex?.[1] && hex[2]) {
+    const high = Number.parseInt(hex[1], 16);
+    const low = Number.parseInt(hex[2], 16);
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  return null;
+}
+
+/** Checks webhook destinations; see the file header. */
+export class DestinationGuard {
+  private readonly allowHosts: readonly string[];
+  private readonly blocked = new BlockList();
+  private readonly exempt = new BlockList();
+
+  constructor(options: DestinationGuardOptions) {
+    this.allowHosts = options.allowHosts.map((host) => host.trim().toLowerCase()).filter((host) => host !== '');
+    for (const [address, prefix, family] of PRIVATE_RANGES) this.blocked.addSubnet(address, prefix, family);
+    for (const cidr of options.allowAddresses ?? []) {
+      const { address, prefix, family } = parseCidr(cidr);
+      this.exempt.addSubnet(address, prefix, family);
+    }
+  }
+
+  /** Validates a CIDR list the way the constructor will, for configuration errors. */
+  static checkCidr(cidr: string): void {
+    parseCidr(cidr);
+  }
+
+  /** Refuses a URL whose scheme or host name is not allowed (no DNS; addresses are checked at connect). */
+  checkUrl(raw: string): URL {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new DestinationRefusedError('is not a valid absolute URL');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new DestinationRefusedError(`scheme ${url.protocol} is not allowed (use http: or https:)`);
+    }
+    if (url.username !== '' || url.password !== '') {
+      throw new DestinationRefusedError('must not carry credentials in the URL');
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    if (!this.hostAllowed(host)) {
+      throw new DestinationRefusedError(
+        this.allowHosts.length === 0
+          ? 'no webhook destinations are allowed (configure the webhook host allowlist)'
+          : `host ${host} is not in the webhook allowlist`,
+      );
+    }
+    if (isIP(host) !== 0) this.checkAddress(host);
+    return url;
+  }
+
+  /** Refuses a private, loopback or reserved address unless its range is exempt. */
+  checkAddress(address: string): void {
+    const family = isIP(address);
+    if (family === 0) throw new DestinationRefusedError(`${address} is not an IP address`);
+    const inner = family === 6 ? embeddedIpv4(address) : null;
+    const checked = inner ?? address;
+    const checkedType: 'ipv4' | 'ipv6' = inner || family === 4 ? 'ipv4' : 'ipv6';
+    if (this.blocked.check(checked, checkedType) && !this.exempt.check(checked, checkedType)) {
+      throw new DestinationRefusedError(`address ${address} is private, loopback or reserved and is not allowed`);
+    }
+  }
+
+  /**
+   * A `lookup` for `http.request`: resolves the name, refuses it if ANY address fails
+   * {@link checkAddress}, and hands the socket only checked addresses, so the address connected
+   * to is the address checked.
+   */
+  readonly lookup = (
+    hostname: string,
+    options: { family?: number | string; all?: boolean },
+    callback: (error: Error | null, address: string | LookupAddress[], family?: number) => void,
+  ): void => {
+    const requested = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0);
+    const family = requested === 4 || requested === 6 ? requested : 0;
+    dnsLookup(hostname, { all: true, family }, (error, addresses) => {
+      if (error) return callback(error, []);
+      try {
+        if (addresses.length === 0) throw new DestinationRefusedError(`${hostname} has no addresses`);
+        for (const entry of addresses) this.checkAddress(entry.address);
+      } catch (refusal) {
+        return callback(refusal as Error, []);
+      }
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0] as LookupAddress;
+      return callback(null, first.address, first.family);
+    });
+  };
+
+  private hostAllowed(host: string): boolean {
+    return this.allowHosts.some((pattern) => {
+      if (pattern === '*') return true;
+      if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
+      return host === pattern;
+    });
+  }
+}

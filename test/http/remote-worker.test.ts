@@ -1,0 +1,163 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storeKinds } from '../support/stores.js';
+import { startTestServer, type TestServer, TOKENS } from './http-support.js';
+
+interface RemoteJob {
+  id: string;
+  token: number;
+  kind: string;
+  payload: unknown;
+  attempt: number;
+  leaseUntil: string;
+}
+
+/** A remote worker that speaks only HTTP, as a Python or Go worker would. */
+function httpWorker(url: string, workerId: string) {
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.worker.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  return {
+    claim: async (options: { leaseMs?: number; waitMs?: number; queues?: string[] } = {}) => {
+      const response = await post('/v1/worker/claim', { workerId, limit: 1, ...options });
+      expect(response.status).toBe(200);
+      return (response.body.jobs as RemoteJob[])[0];
+    },
+    heartbeat: (job: RemoteJob, leaseMs = 1000) =>
+      post(`/v1/worker/jobs/${job.id}/heartbeat`, { token: job.token, leaseMs }),
+    complete: (job: RemoteJob) => post(`/v1/worker/jobs/${job.id}/complete`, { token: job.token }),
+    fail: (job: RemoteJob, retryAfterMs?: number) =>
+      post(`/v1/worker/jobs/${job.id}/fail`, { token: job.token, error: { message: 'remote failure' }, retryAfterMs }),
+  };
+}
+
+for (const kind of storeKinds()) {
+  describe(`remote workers over HTTP (${kind})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer({ kind });
+    });
+    afterAll(async () => {
+      await t?.stop();
+    });
+
+    it('a worker that loses its lease is refused with 409 stale and keeps working', async () => {
+      const a = httpWorker(t.url, 'worker-a');
+      const b = httpWorker(t.url, 'worker-b');
+      const submitted = await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: `lease-${kind}` } });
+      const id = (submitted.body as { id: string }).id;
+
+      const first = await a.claim({ leaseMs: 300, queues: [`lease-${kind}`] });
+      expect(first).toMatchObject({ id, token: expect.any(Number), attempt: 1, kind: 'remote.task' });
+      // Worker A stalls past its lease (no heartbeat); B's long poll gets the job once it lapses.
+      const second = await b.claim({ leaseMs: 30_000, waitMs: 5000, queues: [`lease-${kind}`] });
+      expect(second?.id).toBe(id);
+      expect(second?.token).toBeGreaterThan(first?.token as number);
+      expect(second?.attempt).toBe(2);
+
+      const beat = await a.heartbeat(first as RemoteJob);
+      expect(beat.status).toBe(409);
+      expect(beat.body).toMatchObject({ error: { code: 'stale' } });
+      const late = await a.complete(first as RemoteJob);
+      expect(late.status).toBe(409);
+      const lateFail = await a.fail(first as RemoteJob);
+      expect(lateFail.status).toBe(409);
+
+      expect((await b.heartbeat(second as RemoteJob, 30_000)).status).toBe(200);
+      expect((await b.complete(second as RemoteJob)).body).toEqual({ outcome: 'done' });
+      expect((await t.call('GET', `/v1/jobs/${id}`)).body).toMatchObject({ state: 'done', token: second?.token });
+
+      // A survives: it claims and completes the next job normally.
+      await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: `lease-${kind}` } });
+      const next = await a.claim({ waitMs: 2000, queues: [`lease-${kind}`] });
+      expect(next).toBeDefined();
+      expect((await a.complete(next as RemoteJob)).body).toEqual({ outcome: 'done' });
+
+      const metrics = (await t.call('GET', '/metrics')).body as string;
+      expect(metrics).toMatch(/docket_stale_results_total\{operation="heartbeat"\} 1/);
+      expect(metrics).toMatch(/docket_stale_results_total\{operation="complete"\} 1/);
+      expect(metrics).toMatch(new RegExp(`docket_leases_expired_total\\{queue="lease-${kind}"\\} 1`));
+      expect(metrics).toMatch(new RegExp(`docket_jobs_completed_total\\{queue="lease-${kind}"\\} 2`));
+    });
+
+    it('a long-polling claim returns as soon as a job is submitted', async () => {
+      const w = httpWorker(t.url, 'poller');
+      const queue = `poll-${kind}`;
+      const startedAt = Date.now();
+      const claiming = w.claim({ waitMs: 20_000, queues: [queue] });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await t.call('POST', '/v1/jobs', { body: { kind: 'polled', queue } });
+      const job = await claiming;
+      expect(job?.kind).toBe('polled');
+      // Well under the 20 s wait: the submit (or at worst the 1 s re-poll) woke it.
+      expect(Date.now() - startedAt).toBeLessThan(5000);
+      await w.complete(job as RemoteJob);
+    });
+
+    it('an empty long poll returns no jobs after its wait', async () => {
+      const w = httpWorker(t.url, 'idle');
+      const startedAt = Date.now();
+      expect(await w.claim({ waitMs: 300, queues: [`empty-${kind}`] })).toBeUndefined();
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(250);
+    });
+
+    it('fail backs off by the job policy and honours a longer retryAfterMs', async () => {
+      const w = httpWorker(t.url, 'failer');
+      const queue = `fail-${kind}`;
+      await t.call('POST', '/v1/jobs', { body: { kind: 'flaky', queue, retry: { jitterRatio: 0 } } });
+      const job = (await w.claim({ queues: [queue] })) as RemoteJob;
+      const before = Date.now();
+      const failed = await w.fail(job);
+      expect(failed.body.outcome).toBe('retry');
+      // Attempt 1 with the default policy: 1 s * 2^1 = 2 s, no jitter.
+      const delay = Date.parse(failed.body.runAt as string) - before;
+      expect(delay).toBeGreaterThan(1500);
+      expect(delay).toBeLessThan(4000);
+
+      await t.call('POST', '/v1/jobs', { body: { kind: 'throttled', queue: `${queue}-b` } });
+      const throttled = (await w.claim({ queues: [`${queue}-b`] })) as RemoteJob;
+      const retried = await w.fail(throttled, 60_000);
+      expect(Date.parse(retried.body.runAt as string) - Date.now()).toBeGreaterThan(55_000);
+    });
+
+    it('a Python worker using only the standard library processes jobs over HTTP', async () => {
+      const queue = `python-${kind}`;
+      for (let i = 0; i < 3; i++) {
+        await t.call('POST', '/v1/jobs', { body: { kind: 'py.square', queue, payload: { n: i + 2 } } });
+      }
+      const script = fileURLToPath(new URL('./fixtures/remote_worker.py', import.meta.url));
+      const child = spawn('python3', [script, t.url, TOKENS.worker.token, queue, '3'], { stdio: 'pipe' });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code, output).toBe(0);
+      expect(output.trim().split('\n').sort()).toEqual(['done 4', 'done 9', 'done 16'].sort());
+      const jobs = (await t.call('GET', `/v1/jobs?queue=${queue}`)).body as { jobs: { state: string }[] };
+      expect(jobs.jobs.map((j) => j.state)).toEqual(['done', 'done', 'done']);
+    });
+  });
+}
+
+describe('closing the server', () => {
+  it('releases a pending long poll at once', async () => {
+    const t = await startTestServer();
+    const w = httpWorker(t.url, 'closing');
+    const startedAt = Date.now();
+    const claiming = w.claim({ waitMs: 25_000, queues: ['never'] });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await t.stop();
+    expect(await claiming).toBeUndefined();
+    expect(Date.now() - startedAt).toBeLessThan(5000);
+  });
+});
