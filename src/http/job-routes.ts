@@ -12,7 +12,7 @@ import { MAX_IDEMPOTENCY_KEY_LENGTH, normalizeSubmit, parseInstant, QUEUE_NAME_P
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { badRequest, HttpError, notFound } from './http-error.js';
-import { checkCalendarDate, JOB_ID_PATTERN, jobIdParam, readBody, readJson, readQuery } from './request-input.js';
+import { JOB_ID_PATTERN, jobIdParam, readBody, readJson, readQuery } from './request-input.js';
 import type { DestinationGuard } from './ssrf-guard.js';
 import { validateWebhookPayload, WEBHOOK_KIND } from './webhook-handler.js';
 
@@ -120,8 +120,6 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
 
   /** Validates one submit exactly as the library does, plus the webhook destination when the kind is ours. */
   const validate = (input: unknown, prefix: string): void => {
-    if (typeof input === 'object' && input !== null)
-      checkCalendarDate(`${prefix}runAt`, (input as { runAt?: unknown }).runAt);
     normalizeSubmit(input, options.random, prefix);
     const job = input as { kind: string; payload?: unknown };
     if (job.kind === WEBHOOK_KIND) {
@@ -223,7 +221,6 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
     if (body.ids === undefined && body.parkedBefore === undefined) {
       throw badRequest('ids', 'give ids, parkedBefore or both; an empty purge would be ambiguous');
     }
-    checkCalendarDate('parkedBefore', body.parkedBefore);
     const parkedBefore = body.parkedBefore === undefined ? undefined : parseInstant('parkedBefore', body.parkedBefore);
     const purged = await docket.purgeDeadLetters({ ids: body.ids, parkedBefore });
     return c.json({ purged });

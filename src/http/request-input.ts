@@ -9,26 +9,6 @@ import { badRequest, fromZodError, HttpError } from './http-error.js';
 /** Job ids are decimal integers; anything else is refused before it reaches a query. */
 export const JOB_ID_PATTERN = /^[0-9]{1,20}$/;
 
-/**
- * Refuses an ISO-8601 date whose calendar day does not exist ("2026-02-30"), which `Date.parse`
- * silently rolls over into the next month. TODO: move into job-spec's parseInstant (owned by the
- * job layer) so the library and CLI refuse it too; until then the HTTP API is stricter.
- */
-export function checkCalendarDate(field: string, value: unknown): void {
-  if (typeof value !== 'string') return;
-  const match = /^\s*([+-]?\d{4,6})-(\d{2})-(\d{2})/.exec(value);
-  if (!match) return;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const probe = new Date(0);
-  probe.setUTCFullYear(year, month - 1, day);
-  if (month < 1 || month > 12 || probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day) {
-    throw badRequest(
-      field,
-      `is not a valid time: ${JSON.stringify(value.slice(0, 40))} names a day that does not exist`,
-    );
-  }
-}
-
 /** The request's JSON body, unvalidated; 415 for another media type, 400 for malformed JSON. */
 export async function readJson(c: Context): Promise<unknown> {
   const type = c.req.header('content-type');

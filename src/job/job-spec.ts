@@ -130,13 +130,30 @@ export function describe(value: unknown): string {
   return typeof value;
 }
 
+/**
+ * Refuses an ISO-8601 date naming a day that does not exist. `Date.parse("2026-02-30")` quietly
+ * rolls over to March 2, which would run a job on a day nobody asked for.
+ */
+function rejectImpossibleCalendarDay(field: string, value: string): void {
+  const match = /^\s*([+-]?\d{4,6})-(\d{2})-(\d{2})/.exec(value);
+  if (!match) return;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const probe = new Date(0);
+  probe.setUTCFullYear(year, month - 1, day);
+  if (month < 1 || month > 12 || probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day) {
+    throw new ValidationError(field, `is not a valid time: ${describe(value)} names a day that does not exist`);
+  }
+}
+
 /** Checks and converts a run time given as a Date, epoch ms or ISO-8601 string. */
 export function parseInstant(field: string, value: unknown): Date {
   let ms: number;
   if (value instanceof Date) ms = value.getTime();
   else if (typeof value === 'number') ms = value;
-  else if (typeof value === 'string' && value.trim() !== '') ms = Date.parse(value);
-  else
+  else if (typeof value === 'string' && value.trim() !== '') {
+    rejectImpossibleCalendarDay(field, value);
+    ms = Date.parse(value);
+  } else
     throw new ValidationError(
       field,
       `must be a Date, epoch milliseconds or an ISO-8601 string, got ${describe(value)}`,
