@@ -16,6 +16,11 @@ export interface OpenStoreOptions {
   wakeHorizonMs?: number | undefined;
   /** SQLite: how long a writer waits for another process's write lock, ms (default 5000). */
   busyTimeoutMs?: number | undefined;
+  /**
+   * SQLite: `normal` (default) survives a kill -9 of any process; `full` also survives an
+   * operating-system crash or power loss, at the cost of an fsync per commit.
+   */
+  synchronous?: 'normal' | 'full' | undefined;
 }
 
 /** A parsed store URL. */

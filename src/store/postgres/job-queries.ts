@@ -43,6 +43,11 @@ export interface Queryable {
 export const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped heartbeating (crashed or stalled)';
 
 /** Default and largest page for list operations. */
+/**
+ * Exhausted lapsed jobs parked by one claim, whatever its limit: a poison job must not take a
+ * claim of 1 and starve healthy jobs, yet a burst of thousands should not make one claim slow.
+ */
+const MAX_PARKED_PER_CLAIM = 1000;
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1000;
 
@@ -544,7 +549,8 @@ function buildSql(s: string, channel: string) {
      * claimer holds are skipped, not waited on; (3) lapsed leases from the small running index
      * (`lease_until <= now`); (4) the best $3 of those candidates by (priority, run_at, id).
      * A lapsed candidate gets a lease_expired errors entry. Lapsed jobs whose attempts already
-     * reached max_attempts (up to $3 of them) are moved to dead_jobs instead of being handed out,
+     * reached max_attempts (all of them, up to MAX_PARKED_PER_CLAIM per claim, whatever $3) are
+     * moved to dead_jobs instead of being handed out,
      * outside the limit: a poison job that kills its workers must not use up a claim of 1 and
      * starve the healthy jobs behind it.
      * Candidates beyond the final $3 stay locked only until this statement commits.
@@ -581,7 +587,7 @@ function buildSql(s: string, channel: string) {
           WHERE x.state = 'running' AND x.lease_until <= ${NOW} AND x.attempts >= x.max_attempts
             AND ($5::text[] IS NULL OR x.queue = ANY($5::text[]))
           ORDER BY x.lease_until
-          LIMIT $3
+          LIMIT greatest($3, ${MAX_PARKED_PER_CLAIM})
           FOR UPDATE SKIP LOCKED
         )
         RETURNING j.*

@@ -1,0 +1,143 @@
+/**
+ * SQLite schema migrations: numbered, recorded in `docket_migrations`, applied under
+ * `BEGIN IMMEDIATE` so that ten processes opening one new file at once migrate exactly once.
+ *
+ * The write lock is the whole protocol: the first process to take it creates the tables and
+ * records their versions; the others wait on busy_timeout, then see those versions and apply
+ * nothing. A migration that fails rolls back with its transaction and leaves no half-made schema.
+ *
+ * Columns match the PostgreSQL twin (src/store/postgres/) one for one; instants are INTEGER epoch
+ * milliseconds here where PostgreSQL uses timestamptz, and JSON is TEXT where it uses jsonb.
+ */
+import type Database from 'better-sqlite3';
+
+/** One schema step; `version` numbers are dense and never reused. */
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Every migration, oldest first. Append only: an applied migration is never edited. */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: 'jobs and dead letters',
+    sql: `
+      -- Live (pending, running) and finished (done, cancelled) jobs. AUTOINCREMENT keeps ids unique
+      -- for ever, even after the newest rows are pruned, so an old id never names a new job.
+      CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'cancelled')),
+        run_at INTEGER NOT NULL,
+        lease_until INTEGER,
+        lease_owner TEXT,
+        token INTEGER NOT NULL DEFAULT 0,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        retry_policy TEXT NOT NULL,
+        errors TEXT NOT NULL DEFAULT '[]',
+        idempotency_key TEXT,
+        timeout_ms INTEGER,
+        schedule_id TEXT,
+        schedule_slot INTEGER,
+        created_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        CHECK ((state = 'running') = (lease_until IS NOT NULL)),
+        CHECK ((state IN ('done', 'cancelled')) = (finished_at IS NOT NULL))
+      ) STRICT;
+
+      -- The claim index, for pending jobs only (as in the PostgreSQL twin). A claim walks the
+      -- distinct (queue, priority) pairs by one seek each, then reads each pair's due rows as the
+      -- range (queue = ?, priority = ?, run_at <= now), already in claim order (run_at, id): it
+      -- reads O(pairs * log n + batch) entries whatever the number of future-dated, running or
+      -- finished rows, never sorts (10,000 jobs due in one second would otherwise be sorted on
+      -- every claim), and a worker on one queue never walks another queue's backlog.
+      CREATE INDEX jobs_pending_claim ON jobs (queue, priority, run_at, id) WHERE state = 'pending';
+
+      -- Leases of running jobs: lapsed ones are the range lease_until <= now (claims pick them up
+      -- again), and the earliest lease end is when one becomes due (jobNextRunAt). Holds only the
+      -- in-flight rows, so it stays small.
+      CREATE INDEX jobs_running_lease ON jobs (lease_until) WHERE state = 'running';
+
+      -- Idempotency keys, unique among live jobs only, so a finished job frees its key. Submits
+      -- check before inserting (serial under the write lock); the index is the backstop.
+      CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key)
+        WHERE idempotency_key IS NOT NULL AND state IN ('pending', 'running');
+
+      -- Pruning finished records by age without a full scan under the write lock.
+      CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('done', 'cancelled');
+
+      -- At most one job per recurring (schedule, slot) in this table, as in the PostgreSQL twin:
+      -- a second insert for the slot fails instead of running the slot twice.
+      CREATE UNIQUE INDEX jobs_schedule_slot ON jobs (schedule_id, schedule_slot) WHERE schedule_id IS NOT NULL;
+
+      -- Parked jobs. Same columns plus parked_at (= finished_at; kept apart, as in PostgreSQL, so
+      -- "finished" can change meaning without moving purges). id keeps the job's original id (no AUTOINCREMENT here), so a
+      -- retry moves the row back into jobs under the id its submitter holds.
+      CREATE TABLE dead_jobs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        state TEXT NOT NULL DEFAULT 'dead' CHECK (state = 'dead'),
+        run_at INTEGER NOT NULL,
+        lease_until INTEGER,
+        lease_owner TEXT,
+        token INTEGER NOT NULL,
+        attempts INTEGER NOT NULL,
+        max_attempts INTEGER NOT NULL,
+        retry_policy TEXT NOT NULL,
+        errors TEXT NOT NULL,
+        idempotency_key TEXT,
+        timeout_ms INTEGER,
+        schedule_id TEXT,
+        schedule_slot INTEGER,
+        created_at INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        parked_at INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE INDEX dead_jobs_parked_at ON dead_jobs (parked_at);
+    `,
+  },
+];
+
+/**
+ * Applies every migration the file lacks, inside one IMMEDIATE transaction; returns the versions
+ * this call applied (empty when another process got there first).
+ */
+export function runSqliteMigrations(db: Database.Database): number[] {
+  const migrate = db.transaction((): number[] => {
+    db.exec(`CREATE TABLE IF NOT EXISTS docket_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at INTEGER NOT NULL
+    ) STRICT`);
+    const applied = new Set(
+      db
+        .prepare('SELECT version FROM docket_migrations')
+        .pluck()
+        .all()
+        .map((version) => Number(version)),
+    );
+    const record = db.prepare(
+      `INSERT INTO docket_migrations (version, name, applied_at)
+       VALUES (?, ?, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))`,
+    );
+    const appliedNow: number[] = [];
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name);
+      appliedNow.push(migration.version);
+    }
+    return appliedNow;
+  });
+  return migrate.immediate();
+}
