@@ -1,0 +1,320 @@
+/**
+ * The claim loop and its wake-ups: decides when to ask the store for due jobs and how many.
+ *
+ * Claims are sized to free slots (concurrency minus running handlers minus slots already promised
+ * to claims in flight), and up to `maxConcurrentClaims` run at once so the next batch is on its
+ * way while the last one is being started. A claim runs only while jobs may be due:
+ * - after a claim that filled its limit (more are probably waiting), on every freed slot;
+ * - on a wake-up hint from the store (a submit, retry or release here, or NOTIFY from elsewhere);
+ * - when the timer set to the next known run time fires;
+ * - on every poll (`pollIntervalMs`), which catches what hints cannot: lapsed leases of dead
+ *   workers, other processes' submits on SQLite, notifications lost while LISTEN was down.
+ * A claim that comes back short means nothing more is due; if the next run time is not known it is
+ * re-read (`jobNextRunAt`) and a timer set to it. A hint that names a later run time only pulls
+ * that timer earlier, so a job submitted later but due sooner is never missed.
+ *
+ * Clocks: the database decides what is due. The worker clock only paces the timer, corrected by
+ * the database clock's measured offset, so a skewed worker clock costs at most a wasted claim.
+ */
+import { performance } from 'node:perf_hooks';
+import type { ClaimedJob } from '../job/job.js';
+import type { Store, WakeUp } from '../store/store.js';
+
+/** Settings and callbacks for a {@link JobClaimer}. */
+export interface JobClaimerOptions {
+  owner: string;
+  leaseMs: number;
+  queues: readonly string[] | undefined;
+  pollIntervalMs: number;
+  claimBatchSize: number;
+  maxConcurrentClaims: number;
+  /** Slots free for new jobs right now (before subtracting claims in flight). */
+  freeSlots(): number;
+  /** Receives every claimed job, synchronously after its claim returns (also while stopping). */
+  onClaimed(jobs: ClaimedJob[], sentAt: number): void;
+  onError(error: unknown, operation: string): void;
+  random: () => number;
+}
+
+/** Largest delay setTimeout accepts. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** When the store says a job is due now yet the claim found none (another worker is taking it), look again this soon rather than spin. */
+const RECHECK_DUE_MS = 20;
+/** A hint due within this margin (plus the clock offset's error) of the estimated database now is claimed at once. */
+const DUE_MARGIN_MS = 2;
+/** Cap on the offset error added to that margin. */
+const MAX_DUE_MARGIN_MS = 50;
+/** Clock offset samples taken at start; the one with the shortest round trip is kept. */
+const OFFSET_SAMPLES_AT_START = 3;
+/** Claim errors back off from 50 ms up to 2 s, so a restarting database is not hammered but recovery is quick. */
+const CLAIM_BACKOFF_BASE_MS = 50;
+const CLAIM_BACKOFF_MAX_MS = 2000;
+/** Re-measure the database clock offset every this many polls. */
+const OFFSET_EVERY_POLLS = 30;
+
+/** Runs claims when jobs may be due, as many as free slots allow. */
+export class JobClaimer {
+  private running = false;
+  private reserved = 0;
+  private readonly claims = new Set<Promise<void>>();
+  /** Whether jobs may be due now; cleared by a claim that came back short with no hint since it started. */
+  private maybeDue = true;
+  /** Whether the next run time must be re-read after the next short claim. */
+  private nextRunAtStale = true;
+  private generation = 0;
+  private pumpHandle: NodeJS.Immediate | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeTimerAtMs = Number.POSITIVE_INFINITY;
+  private backoffTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private nextRunAtQuery: Promise<void> | undefined;
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private subscribing: Promise<void> | undefined;
+  private offsetQuery: Promise<void> | undefined;
+  /** Database clock minus worker clock, ms. */
+  private offsetMs = 0;
+  /** How wrong offsetMs may be: half the round trip of the sample it came from. */
+  private offsetErrorMs = Number.POSITIVE_INFINITY;
+  /** The smallest such error seen; later samples much worse than it are ignored. */
+  private bestOffsetErrorMs = Number.POSITIVE_INFINITY;
+  private polls = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: JobClaimerOptions,
+  ) {}
+
+  /** Subscribes to wake-ups, starts polling and claims whatever is due now. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.maybeDue = true;
+    this.nextRunAtStale = true;
+    this.failures = 0;
+    await Promise.all([this.measureOffset(OFFSET_SAMPLES_AT_START), this.subscribe()]);
+    this.schedulePoll();
+    this.schedulePump();
+  }
+
+  /** Stops claiming, clears every timer, unsubscribes and waits for claims in flight to be handed over. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.pumpHandle) clearImmediate(this.pumpHandle);
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    if (this.backoffTimer) clearTimeout(this.backoffTimer);
+    this.pumpHandle = undefined;
+    this.pollTimer = undefined;
+    this.wakeTimer = undefined;
+    this.wakeTimerAtMs = Number.POSITIVE_INFINITY;
+    this.backoffTimer = undefined;
+    await this.subscribing;
+    const unsubscribe = this.unsubscribe;
+    this.unsubscribe = undefined;
+    if (unsubscribe) {
+      try {
+        await unsubscribe();
+      } catch (error) {
+        this.options.onError(error, 'unsubscribe');
+      }
+    }
+    while (this.claims.size > 0 || this.nextRunAtQuery || this.offsetQuery) {
+      await Promise.all([...this.claims, this.nextRunAtQuery, this.offsetQuery]);
+    }
+  }
+
+  /** A slot was freed (or a write finished): claim again if jobs may still be waiting. */
+  slotFreed(): void {
+    if (this.maybeDue) this.schedulePump();
+  }
+
+  /** The database clock's current offset from the worker clock, ms. */
+  get clockOffsetMs(): number {
+    return this.offsetMs;
+  }
+
+  private estimatedDbNow(): number {
+    return Date.now() + this.offsetMs;
+  }
+
+  private markDue(rereadNextRunAt: boolean): void {
+    this.generation += 1;
+    this.maybeDue = true;
+    if (rereadNextRunAt) this.nextRunAtStale = true;
+    this.schedulePump();
+  }
+
+  private onWakeUp(wakeUp: WakeUp): void {
+    // Runs inside the submitter's call path on SQLite: keep it to a few assignments so wake-ups
+    // never slow submits; the claim itself runs later, from the event loop.
+    if (!this.running) return;
+    if (wakeUp.runAt === null) {
+      this.markDue(true);
+      return;
+    }
+    const runAtMs = wakeUp.runAt.getTime();
+    // Within the offset's own error, "due" wins: a needless claim costs one round trip, a timer
+    // set a few ms late costs every immediately-due job that much start latency.
+    const marginMs = DUE_MARGIN_MS + Math.min(this.offsetErrorMs, MAX_DUE_MARGIN_MS);
+    if (runAtMs <= this.estimatedDbNow() + marginMs) this.markDue(false);
+    else this.armWakeTimer(runAtMs);
+  }
+
+  private schedulePump(): void {
+    if (!this.running || this.pumpHandle) return;
+    // setImmediate, not a microtask: handlers that finish in the same tick share one claim.
+    this.pumpHandle = setImmediate(() => {
+      this.pumpHandle = undefined;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (!this.running || this.backoffTimer) return;
+    while (this.maybeDue && this.claims.size < this.options.maxConcurrentClaims) {
+      const free = this.options.freeSlots() - this.reserved;
+      if (free <= 0) return;
+      this.startClaim(Math.min(free, this.options.claimBatchSize));
+    }
+  }
+
+  private startClaim(limit: number): void {
+    this.reserved += limit;
+    const generation = this.generation;
+    const claim = this.claim(limit, generation).finally(() => {
+      this.claims.delete(claim);
+      this.schedulePump();
+    });
+    this.claims.add(claim);
+  }
+
+  private async claim(limit: number, generation: number): Promise<void> {
+    const sentAt = performance.now();
+    let jobs: ClaimedJob[];
+    try {
+      jobs = await this.store.jobClaim({
+        owner: this.options.owner,
+        limit,
+        leaseMs: this.options.leaseMs,
+        queues: this.options.queues,
+      });
+    } catch (error) {
+      this.reserved -= limit;
+      this.options.onError(error, 'claim');
+      this.backOff();
+      return;
+    }
+    this.reserved -= limit;
+    this.failures = 0;
+    if (jobs.length >= limit) this.maybeDue = true;
+    else if (this.generation === generation) this.maybeDue = false;
+    try {
+      this.options.onClaimed(jobs, sentAt);
+    } catch (error) {
+      this.options.onError(error, 'dispatch');
+    }
+    if (jobs.length < limit && this.nextRunAtStale && this.running) this.refreshNextRunAt();
+  }
+
+  private backOff(): void {
+    this.failures += 1;
+    if (!this.running || this.backoffTimer) return;
+    const base = Math.min(CLAIM_BACKOFF_MAX_MS, CLAIM_BACKOFF_BASE_MS * 2 ** (this.failures - 1));
+    const delay = Math.round(base * (0.5 + this.options.random()));
+    this.backoffTimer = setTimeout(() => {
+      this.backoffTimer = undefined;
+      this.markDue(true);
+    }, delay);
+  }
+
+  private refreshNextRunAt(): void {
+    if (this.nextRunAtQuery) return;
+    this.nextRunAtStale = false;
+    this.nextRunAtQuery = (async () => {
+      try {
+        const next = await this.store.jobNextRunAt({ queues: this.options.queues });
+        if (!this.running || next === null) return;
+        const nextMs = next.getTime();
+        const now = this.estimatedDbNow();
+        this.armWakeTimer(nextMs <= now ? now + RECHECK_DUE_MS : nextMs);
+      } catch (error) {
+        this.nextRunAtStale = true;
+        this.options.onError(error, 'nextRunAt');
+      } finally {
+        this.nextRunAtQuery = undefined;
+      }
+    })();
+  }
+
+  private armWakeTimer(atDbMs: number): void {
+    if (!this.running) return;
+    if (this.wakeTimer && this.wakeTimerAtMs <= atDbMs) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    // +1 ms: timers may fire a hair early, and a claim a millisecond before run_at finds nothing.
+    const delay = Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(atDbMs - this.estimatedDbNow()) + 1));
+    this.wakeTimerAtMs = atDbMs;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeTimerAtMs = Number.POSITIVE_INFINITY;
+      this.markDue(true);
+    }, delay);
+  }
+
+  private schedulePoll(): void {
+    if (!this.running) return;
+    // ±10 % so many workers started together do not poll in lockstep.
+    const delay = Math.round(this.options.pollIntervalMs * (0.9 + 0.2 * this.options.random()));
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = undefined;
+      this.polls += 1;
+      if (!this.unsubscribe) void this.subscribe();
+      if (this.polls % OFFSET_EVERY_POLLS === 0) void this.measureOffset();
+      this.markDue(true);
+      this.schedulePoll();
+    }, delay);
+  }
+
+  private subscribe(): Promise<void> {
+    if (this.unsubscribe || this.subscribing) return this.subscribing ?? Promise.resolve();
+    this.subscribing = (async () => {
+      try {
+        const unsubscribe = await this.store.subscribe((wakeUp) => this.onWakeUp(wakeUp));
+        if (this.running) this.unsubscribe = unsubscribe;
+        else await unsubscribe();
+      } catch (error) {
+        // Polling still finds every job; the next poll tries to subscribe again.
+        this.options.onError(error, 'subscribe');
+      } finally {
+        this.subscribing = undefined;
+      }
+    })();
+    return this.subscribing;
+  }
+
+  private measureOffset(samples = 1): Promise<void> {
+    if (this.offsetQuery) return this.offsetQuery;
+    this.offsetQuery = (async () => {
+      try {
+        for (let i = 0; i < samples; i += 1) {
+          const before = performance.now();
+          const wallBefore = Date.now();
+          const dbNow = await this.store.now();
+          const errorMs = (performance.now() - before) / 2;
+          // A sample from a slow round trip is imprecise; keep it only if it is not much worse
+          // than the best so far, so a loaded moment cannot skew every later timer.
+          if (errorMs <= this.bestOffsetErrorMs * 2 + 1) {
+            this.offsetMs = dbNow.getTime() - (wallBefore + errorMs);
+            this.offsetErrorMs = errorMs;
+            this.bestOffsetErrorMs = Math.min(this.bestOffsetErrorMs, errorMs);
+          }
+        }
+      } catch (error) {
+        this.options.onError(error, 'now');
+      } finally {
+        this.offsetQuery = undefined;
+      }
+    })();
+    return this.offsetQuery;
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Batches completions: many finished jobs share one `jobCompleteMany` round trip, each still
+ * fenced by its own token, so a stale one is refused alone while the rest are accepted.
+ *
+ * A completion waits at most `flushMs` for company, or goes at once when `batchSize` are pending.
+ * A failed round trip (the database restarting) is retried with backoff for as long as the lease
+ * is still held; a completion whose lease is lost meanwhile is withdrawn, not written, since its
+ * job may already belong to another worker.
+ */
+import type { CompleteOutcome, JobLease, Store } from '../store/store.js';
+
+/** What became of one completion: the store's answer, or `abandoned` when it was never written. */
+export type CompletionResult = CompleteOutcome | 'abandoned';
+
+interface PendingCompletion {
+  lease: JobLease;
+  resolve: (result: CompletionResult) => void;
+}
+
+/** Settings and callbacks for a {@link JobCompleter}. */
+export interface JobCompleterOptions {
+  batchSize: number;
+  flushMs: number;
+  /** Round trips in flight at once; more pending completions wait for the next one. */
+  maxInFlight: number;
+  /** Whether the lease is still ours; a completion whose lease is gone is abandoned. */
+  isHeld(lease: JobLease): boolean;
+  onError(error: unknown): void;
+  /** Uniform [0, 1) for retry jitter. */
+  random: () => number;
+}
+
+/** Retry delays after a failed round trip grow from 50 ms to 2 s. */
+const RETRY_BASE_MS = 50;
+const RETRY_MAX_MS = 2000;
+
+/** Collects completions and writes them in batches. */
+export class JobCompleter {
+  private pending: PendingCompletion[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  private readonly flushes = new Set<Promise<void>>();
+  private failures = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: JobCompleterOptions,
+  ) {}
+
+  /** Queues a completion; resolves with the store's verdict once its batch is written. */
+  complete(lease: JobLease): Promise<CompletionResult> {
+    return new Promise<CompletionResult>((resolve) => {
+      this.pending.push({ lease, resolve });
+      this.scheduleFlush();
+    });
+  }
+
+  /** Withdraws a queued completion whose lease was lost; it resolves `abandoned`. */
+  withdraw(lease: JobLease): void {
+    const index = this.pending.findIndex((p) => p.lease.id === lease.id && p.lease.token === lease.token);
+    if (index >= 0) {
+      const [item] = this.pending.splice(index, 1);
+      item?.resolve('abandoned');
+    }
+  }
+
+  /** Writes everything pending now and waits until no round trip is in flight. */
+  async drain(): Promise<void> {
+    while (this.pending.length > 0 || this.flushes.size > 0 || this.retryTimer) {
+      // Flush at once rather than after flushMs; a pending retry keeps its backoff so an outage is not hammered.
+      if (!this.retryTimer) this.flush();
+      if (this.flushes.size > 0) await Promise.race(this.flushes);
+      else await new Promise((resolve) => setTimeout(resolve, RETRY_BASE_MS));
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Abandons everything still pending (after a stop deadline); nothing more is written. */
+  abandonAll(): void {
+    for (const item of this.pending.splice(0)) item.resolve('abandoned');
+    if (this.timer) clearTimeout(this.timer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.timer = undefined;
+    this.retryTimer = undefined;
+  }
+
+  private scheduleFlush(): void {
+    if (this.retryTimer) return;
+    if (this.pending.length >= this.options.batchSize) {
+      this.flush();
+      return;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.flush();
+      }, this.options.flushMs);
+    }
+  }
+
+  private flush(): void {
+    while (this.pending.length > 0 && this.inFlight < this.options.maxInFlight && !this.retryTimer) {
+      const batch = this.pending.splice(0, this.options.batchSize).filter((item) => {
+        if (this.options.isHeld(item.lease)) return true;
+        item.resolve('abandoned');
+        return false;
+      });
+      if (batch.length === 0) continue;
+      this.inFlight += 1;
+      const flush = this.write(batch).finally(() => {
+        this.inFlight -= 1;
+        this.flushes.delete(flush);
+        if (this.pending.length > 0) this.scheduleFlush();
+      });
+      this.flushes.add(flush);
+    }
+    if (this.pending.length === 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private async write(batch: PendingCompletion[]): Promise<void> {
+    let outcomes: CompleteOutcome[];
+    try {
+      outcomes = await this.store.jobCompleteMany({ leases: batch.map((item) => item.lease) });
+    } catch (error) {
+      this.options.onError(error);
+      this.failures += 1;
+      // Back to the front of the queue, to be retried while their leases are still held.
+      this.pending.unshift(...batch);
+      const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failures - 1));
+      if (!this.retryTimer) {
+        this.retryTimer = setTimeout(
+          () => {
+            this.retryTimer = undefined;
+            this.flush();
+          },
+          Math.round(delay * (1 + this.options.random())),
+        );
+      }
+      return;
+    }
+    this.failures = 0;
+    batch.forEach((item, index) => {
+      item.resolve(outcomes[index] ?? 'stale');
+    });
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * What a handler is given and what it promises. A handler returns to complete its job and throws
+ * to fail it; it must stop when `ctx.signal` aborts, since from then on nothing it returns is
+ * written (another worker may already own the job). Delivery is at-least-once: key side effects on
+ * `ctx.jobId` (or check `ctx.token`) so a second run is harmless.
+ */
+import type { JsonValue } from '../job/job.js';
+import type { Logger } from './logger.js';
+
+/** Everything a handler knows about the attempt it is running. */
+export interface JobContext {
+  jobId: string;
+  kind: string;
+  queue: string;
+  /** This attempt's number, 1-based (attempts are counted at claim). */
+  attempt: number;
+  maxAttempts: number;
+  /** The fencing token of this claim; a newer claim of the same job carries a larger one. */
+  token: number;
+  /** The instant the job became due (by the database clock). */
+  runAt: Date;
+  /** Aborts when the lease is lost, the job is cancelled, its timeout passes or the worker shuts down. */
+  signal: AbortSignal;
+  /** The worker's logger with jobId, kind and attempt attached. */
+  logger: Logger;
+}
+
+/** A function that runs jobs of one kind; `P` is the payload type the submitter promised. */
+export type JobHandler<P = JsonValue> = (payload: P, ctx: JobContext) => unknown;
+
+/** Why a handler's signal aborted; `signal.reason` is a {@link JobAbortError} carrying it. */
+export type AbortReason = 'lease_lost' | 'timeout' | 'shutdown';
+
+/** The reason given to a handler's AbortSignal. */
+export class JobAbortError extends Error {
+  readonly reason: AbortReason;
+
+  constructor(reason: AbortReason, message: string) {
+    super(message);
+    this.name = 'JobAbortError';
+    this.reason = reason;
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * Keeps this worker's leases alive: one batched heartbeat (`jobHeartbeatMany`) for every lease it
+ * holds, every `intervalMs`.
+ *
+ * Who decides a lease is gone: the database, by its own clock. A heartbeat answered `null` means
+ * the lease lapsed, passed to a newer claim or the job was cancelled, and the lease is reported
+ * lost at once. The worker clock decides only one thing: when heartbeats cannot reach the database
+ * (an outage, a hung connection, heartbeats paused by a test), a lease not confirmed within
+ * `leaseMs` of its last confirmed renewal is presumed lost, because by then another worker may
+ * hold it. Local deadlines use the monotonic clock, measured from when the confirming request was
+ * sent, so they err towards "lost" rather than towards two live owners.
+ */
+import { performance } from 'node:perf_hooks';
+import type { JobLease, Store } from '../store/store.js';
+
+/** Why a lease was given up. */
+export type LeaseLossReason = 'heartbeat_refused' | 'lease_unconfirmed';
+
+interface HeldLease {
+  lease: JobLease;
+  /** Monotonic ms until which the database has confirmed the lease (request send time + leaseMs). */
+  confirmedUntil: number;
+}
+
+/** How the renewer reports what it learns. */
+export interface LeaseRenewerEvents {
+  onLost(lease: JobLease, reason: LeaseLossReason): void;
+  onError(error: unknown): void;
+}
+
+/** Most leases per heartbeat round trip; bounds statement size for very large workers. */
+const HEARTBEAT_CHUNK = 1000;
+
+/** Batches heartbeats for all leases a worker holds. */
+export class LeaseRenewer {
+  private readonly held = new Map<string, HeldLease>();
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private running = false;
+  private paused = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly leaseMs: number,
+    private readonly intervalMs: number,
+    private readonly events: LeaseRenewerEvents,
+  ) {}
+
+  /** The key for one claim of one job (a job re-claimed by this worker is a different lease). */
+  static key(lease: JobLease): string {
+    return `${lease.id}:${lease.token}`;
+  }
+
+  /** Starts beating; leases can be added before or after. */
+  start(): void {
+    this.running = true;
+    this.schedule(this.intervalMs);
+  }
+
+  /** Stops beating and waits (at most leaseMs) for a heartbeat in flight; held leases are simply forgotten. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.inFlight) {
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([this.inFlight, new Promise((resolve) => (bound = setTimeout(resolve, this.leaseMs)))]);
+      clearTimeout(bound);
+    }
+    this.held.clear();
+  }
+
+  /** Starts renewing a lease the database confirmed at `confirmedAt` (monotonic ms of the claim request). */
+  add(lease: JobLease, confirmedAt: number): void {
+    this.held.set(LeaseRenewer.key(lease), { lease, confirmedUntil: confirmedAt + this.leaseMs });
+  }
+
+  /** Stops renewing a lease (its job finished, failed or was released). */
+  remove(lease: JobLease): void {
+    this.held.delete(LeaseRenewer.key(lease));
+  }
+
+  /** Whether the lease is still held and renewed. */
+  holds(lease: JobLease): boolean {
+    return this.held.has(LeaseRenewer.key(lease));
+  }
+
+  /** How many leases are being renewed. */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /**
+   * Fault injection for tests: while paused no heartbeat is sent, exactly as if the worker were
+   * frozen, so leases lapse in the database and are then presumed lost here.
+   */
+  setPaused(paused: boolean): void {
+    this.paused = paused;
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.inFlight) {
+        // The last heartbeat has not come back (a hung connection): it confirms nothing, so leases
+        // whose confirmation has run out are presumed lost rather than left running unowned.
+        this.expireUnconfirmed();
+        this.schedule(this.intervalMs);
+        return;
+      }
+      this.inFlight = this.beat().finally(() => {
+        this.inFlight = undefined;
+      });
+    }, delayMs);
+  }
+
+  private async beat(): Promise<void> {
+    let nextDelayMs = this.intervalMs;
+    try {
+      if (this.held.size === 0) return;
+      if (this.paused) {
+        this.expireUnconfirmed();
+        return;
+      }
+      const entries = [...this.held.values()];
+      for (let i = 0; i < entries.length; i += HEARTBEAT_CHUNK) {
+        const chunk = entries.slice(i, i + HEARTBEAT_CHUNK);
+        const sentAt = performance.now();
+        let results: (Date | null)[];
+        try {
+          results = await this.store.jobHeartbeatMany({
+            leases: chunk.map((entry) => entry.lease),
+            leaseMs: this.leaseMs,
+          });
+        } catch (error) {
+          this.events.onError(error);
+          // Keep trying well inside the lease: a brief outage must not cost healthy jobs their leases.
+          nextDelayMs = Math.max(10, Math.min(this.intervalMs, Math.floor(this.leaseMs / 10)));
+          this.expireUnconfirmed();
+          continue;
+        }
+        chunk.forEach((entry, index) => {
+          const key = LeaseRenewer.key(entry.lease);
+          // The job may have finished while the heartbeat was in flight; it is no longer ours to judge.
+          if (this.held.get(key) !== entry) return;
+          if (results[index]) {
+            entry.confirmedUntil = sentAt + this.leaseMs;
+          } else {
+            this.held.delete(key);
+            this.events.onLost(entry.lease, 'heartbeat_refused');
+          }
+        });
+      }
+    } catch (error) {
+      this.events.onError(error);
+    } finally {
+      this.schedule(nextDelayMs);
+    }
+  }
+
+  private expireUnconfirmed(): void {
+    const now = performance.now();
+    for (const [key, entry] of this.held) {
+      if (entry.confirmedUntil <= now) {
+        this.held.delete(key);
+        this.events.onLost(entry.lease, 'lease_unconfirmed');
+      }
+    }
+  }
+}

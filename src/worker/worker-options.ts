@@ -1,0 +1,145 @@
+/**
+ * Worker settings and their validation. A configuration that cannot work safely is refused with a
+ * {@link ConfigurationError} when the worker is created, before it claims anything: a heartbeat
+ * interval too close to the lease, above all, lets a healthy job's lease lapse between two beats,
+ * so another worker steals it and the job runs twice.
+ */
+import { hostname } from 'node:os';
+import { ConfigurationError } from '../job/errors.js';
+import { describe, validateQueue } from '../job/job-spec.js';
+
+/** What a caller may set on a worker; every field has a default. */
+export interface WorkerOptions {
+  /** Stored as the lease owner; default `<host>-<pid>-<random>`. */
+  id?: string | undefined;
+  /** Handlers running at once; default 10. */
+  concurrency?: number | undefined;
+  /** Only claim from these queues; all queues when omitted. */
+  queues?: readonly string[] | undefined;
+  /** Lease length per claim and per heartbeat, ms; default 30 000 (the design's 30 s). */
+  leaseMs?: number | undefined;
+  /** Time between heartbeats, ms; at most leaseMs / 2; default leaseMs / 3 (10 s for the default lease). */
+  heartbeatIntervalMs?: number | undefined;
+  /** Poll for due jobs this often even without a wake-up hint, ms; default 1 000. */
+  pollIntervalMs?: number | undefined;
+  /** On stop, how long running handlers may finish before they are aborted and released, ms; default 10 000. */
+  shutdownGraceMs?: number | undefined;
+  /** Most jobs leased by one claim; default min(concurrency, 1000). */
+  claimBatchSize?: number | undefined;
+  /** Claims in flight at once, so the next batch is on its way while one is being leased; default 2. */
+  maxConcurrentClaims?: number | undefined;
+  /** Most completions written in one round trip; default 500. */
+  completionBatchSize?: number | undefined;
+  /** How long a completion waits for others to share its round trip, ms; default 1. */
+  completionFlushMs?: number | undefined;
+}
+
+/** {@link WorkerOptions} with every default applied. */
+export interface ResolvedWorkerOptions {
+  id: string;
+  concurrency: number;
+  queues: readonly string[] | undefined;
+  leaseMs: number;
+  heartbeatIntervalMs: number;
+  pollIntervalMs: number;
+  shutdownGraceMs: number;
+  claimBatchSize: number;
+  maxConcurrentClaims: number;
+  completionBatchSize: number;
+  completionFlushMs: number;
+}
+
+/** The design's lease length. */
+export const DEFAULT_LEASE_MS = 30_000;
+/** Shortest lease accepted: below this a single slow round trip outlives the lease. */
+export const MIN_LEASE_MS = 100;
+
+const KNOWN = new Set<string>([
+  'id',
+  'concurrency',
+  'queues',
+  'leaseMs',
+  'heartbeatIntervalMs',
+  'pollIntervalMs',
+  'shutdownGraceMs',
+  'claimBatchSize',
+  'maxConcurrentClaims',
+  'completionBatchSize',
+  'completionFlushMs',
+]);
+
+function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new ConfigurationError(`worker option ${name} must be an integer, got ${describe(value)}`);
+  }
+  if (value < min || value > max) {
+    throw new ConfigurationError(`worker option ${name} must be between ${min} and ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function defaultWorkerId(): string {
+  return `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Validates worker options and fills in defaults; throws {@link ConfigurationError} naming the option. */
+export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorkerOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ConfigurationError(`worker options must be an object, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) {
+      throw new ConfigurationError(`unknown worker option ${key} (known: ${[...KNOWN].join(', ')})`);
+    }
+  }
+  const day = 24 * 3600_000;
+  const concurrency = integer('concurrency', options.concurrency, 10, 1, 100_000);
+  const leaseMs = integer('leaseMs', options.leaseMs, DEFAULT_LEASE_MS, MIN_LEASE_MS, day);
+  const heartbeatIntervalMs = integer(
+    'heartbeatIntervalMs',
+    options.heartbeatIntervalMs,
+    Math.floor(leaseMs / 3),
+    10,
+    day,
+  );
+  // Two beats must fit in one lease: if a single beat is late (a GC pause, a slow round trip) the
+  // next still lands before the lease lapses; otherwise healthy jobs are stolen and run twice.
+  if (heartbeatIntervalMs * 2 > leaseMs) {
+    throw new ConfigurationError(
+      `worker option heartbeatIntervalMs (${heartbeatIntervalMs} ms) must be at most half of leaseMs ` +
+        `(${leaseMs} ms, so at most ${Math.floor(leaseMs / 2)} ms): with fewer than two heartbeats per lease, ` +
+        'one late heartbeat lets a healthy job’s lease lapse, another worker takes it and the job runs twice. ' +
+        `A third of the lease (${Math.floor(leaseMs / 3)} ms) is the recommended interval.`,
+    );
+  }
+  let queues: readonly string[] | undefined;
+  if (options.queues !== undefined) {
+    if (!Array.isArray(options.queues) || options.queues.length === 0) {
+      throw new ConfigurationError('worker option queues must be a non-empty array of queue names when given');
+    }
+    try {
+      queues = Object.freeze(options.queues.map((queue, i) => validateQueue(queue, `queues[${i}]`)));
+    } catch (error) {
+      throw new ConfigurationError(`worker option ${(error as Error).message}`);
+    }
+  }
+  let id = options.id;
+  if (id === undefined) id = defaultWorkerId();
+  else if (typeof id !== 'string' || id.trim() === '' || id.length > 200) {
+    throw new ConfigurationError(`worker option id must be a non-empty string of at most 200 characters`);
+  }
+  return {
+    id,
+    concurrency,
+    queues,
+    leaseMs,
+    heartbeatIntervalMs,
+    pollIntervalMs: integer('pollIntervalMs', options.pollIntervalMs, 1000, 10, day),
+    shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, 10_000, 0, day),
+    claimBatchSize: integer('claimBatchSize', options.claimBatchSize, Math.min(concurrency, 1000), 1, 10_000),
+    maxConcurrentClaims: integer('maxConcurrentClaims', options.maxConcurrentClaims, 2, 1, 16),
+    completionBatchSize: integer('completionBatchSize', options.completionBatchSize, 500, 1, 10_000),
+    completionFlushMs: integer('completionFlushMs', options.completionFlushMs, 1, 0, 1000),
+  };
+}

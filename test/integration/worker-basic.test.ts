@@ -1,0 +1,401 @@
+/**
+ * The worker runtime against real stores, in one process: handlers, retries, parking, timeouts,
+ * heartbeats, cancellation, wake-ups, graceful shutdown, configuration and submit validation.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ConfigurationError,
+  Docket,
+  JobAbortError,
+  type JobContext,
+  seededRandom,
+  ValidationError,
+  type WorkerOptions,
+} from '../../src/index.js';
+import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
+import { deferred, within } from './support/deferred.js';
+
+const SEED = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
+const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 100, jitterRatio: 0 };
+/** Short leases keep these tests fast; heartbeats at a third of the lease. */
+const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
+
+describe.each(storeKinds())('worker runtime on %s', (kind) => {
+  let db: TestDatabase;
+  const dockets: Docket[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    console.log(`worker-basic on ${kind}: seed ${SEED} (replay with DOCKET_SEED=${SEED})`);
+  });
+
+  afterEach(async () => {
+    await Promise.all(dockets.splice(0).map((docket) => docket.close()));
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function open(): Promise<Docket> {
+    const docket = await Docket.open({ url: db.url, random: seededRandom(SEED + dockets.length) });
+    dockets.push(docket);
+    return docket;
+  }
+
+  it('runs a handler with its typed payload and context, and a return completes the job', async () => {
+    const docket = await open();
+    const seen = deferred<{ payload: { to: string; n: number }; ctx: JobContext; dbNow: Date }>();
+    docket.handle<{ to: string; n: number }>('email.send', async (payload, ctx) => {
+      seen.resolve({ payload, ctx, dbNow: await docket.store.now() });
+    });
+    const completed = deferred<string>();
+    docket.events.on('completed', (event) => completed.resolve(event.job.id));
+    const worker = docket.worker(QUICK);
+    await worker.start();
+    const submitted = await docket.submit({
+      kind: 'email.send',
+      payload: { to: 'a@b', n: 3 },
+      maxAttempts: 4,
+      queue: 'mail',
+    });
+
+    const { payload, ctx, dbNow } = await within(seen.promise, 5000, 'handler start');
+    expect(payload).toEqual({ to: 'a@b', n: 3 });
+    expect(ctx).toMatchObject({
+      jobId: submitted.id,
+      kind: 'email.send',
+      queue: 'mail',
+      attempt: 1,
+      maxAttempts: 4,
+      token: 1,
+    });
+    expect(ctx.runAt.getTime()).toBe(submitted.runAt.getTime());
+    expect(dbNow.getTime()).toBeGreaterThanOrEqual(ctx.runAt.getTime());
+    expect(ctx.signal).toBeInstanceOf(AbortSignal);
+    expect(ctx.signal.aborted).toBe(false);
+    expect(typeof ctx.logger.info).toBe('function');
+    expect(await within(completed.promise, 5000, 'completion')).toBe(submitted.id);
+    const job = await docket.getJob(submitted.id);
+    expect(job).toMatchObject({ state: 'done', attempts: 1, errors: [] });
+    expect(worker.stats).toMatchObject({ claimed: 1, completed: 1, failed: 0, stale: 0 });
+  });
+
+  it('retries a throwing handler with backoff, then parks it after maxAttempts', async () => {
+    const docket = await open();
+    const attempts: number[] = [];
+    docket.handle('flaky', async (_payload, ctx) => {
+      attempts.push(ctx.attempt);
+      throw new Error(`boom ${ctx.attempt}`);
+    });
+    const parked = deferred<string>();
+    const failures: (Date | null)[] = [];
+    docket.events.on('failed', (event) => failures.push(event.retryAt));
+    docket.events.on('parked', (event) => parked.resolve(event.job.id));
+    await docket.worker(QUICK).start();
+    const { id } = await docket.submit({ kind: 'flaky', maxAttempts: 3, retry: FAST_RETRY });
+
+    expect(await within(parked.promise, 10_000, 'parking')).toBe(id);
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(failures.map((retryAt) => retryAt === null)).toEqual([false, false, true]);
+    const job = await docket.getJob(id);
+    expect(job?.state).toBe('dead');
+    expect(job?.errors.map((error) => [error.attempt, error.kind, error.message])).toEqual([
+      [1, 'thrown', 'boom 1'],
+      [2, 'thrown', 'boom 2'],
+      [3, 'thrown', 'boom 3'],
+    ]);
+    expect(job?.errors[0]?.detail).toContain('boom 1');
+    const [dead] = await docket.listDeadLetters({ kind: 'flaky' });
+    expect(dead?.id).toBe(id);
+  });
+
+  it('fails a job whose kind has no handler with an error naming the kind, and parks it', async () => {
+    const docket = await open();
+    docket.handle('known', async () => {});
+    const parked = deferred<string>();
+    docket.events.on('parked', (event) => parked.resolve(event.job.id));
+    await docket.worker(QUICK).start();
+    const { id } = await docket.submit({ kind: 'unknown.kind', maxAttempts: 2, retry: FAST_RETRY });
+
+    expect(await within(parked.promise, 10_000, 'parking')).toBe(id);
+    const job = await docket.getJob(id);
+    expect(job?.state).toBe('dead');
+    expect(job?.errors).toHaveLength(2);
+    expect(job?.errors[0]?.message).toMatch(/no handler registered for kind "unknown\.kind".*registered: "known"/);
+  });
+
+  it('aborts a handler that outlives its timeout and records a timeout failure', async () => {
+    const docket = await open();
+    const aborted = deferred<unknown>();
+    docket.handle('hangs', (_payload, ctx) => {
+      ctx.signal.addEventListener('abort', () => aborted.resolve(ctx.signal.reason));
+      return new Promise(() => {});
+    });
+    const parked = deferred<string>();
+    docket.events.on('parked', (event) => parked.resolve(event.job.id));
+    const worker = docket.worker(QUICK);
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'hangs', timeoutMs: 150, maxAttempts: 1 });
+
+    const reason = await within(aborted.promise, 5000, 'abort on timeout');
+    expect(reason).toBeInstanceOf(JobAbortError);
+    expect((reason as JobAbortError).reason).toBe('timeout');
+    await within(parked.promise, 5000, 'parking after timeout');
+    const job = await docket.getJob(id);
+    expect(job?.errors.map((error) => error.kind)).toEqual(['timeout']);
+    expect(worker.stats.timedOut).toBe(1);
+    // The never-settling handler must not hold up shutdown.
+    await within(worker.stop(), 3000, 'stop');
+  });
+
+  it('keeps a job running ten times longer than its lease alive by heartbeating', async () => {
+    const owner = await open();
+    const rival = await open();
+    // Heartbeats at a quarter of the lease: three may be late before the lease lapses on a loaded machine.
+    const leaseMs = 600;
+    let signalAborted = false;
+    owner.handle('long', async (_payload, ctx) => {
+      await sleep(leaseMs * 10);
+      signalAborted = ctx.signal.aborted;
+    });
+    const rivalStarted: string[] = [];
+    rival.handle('long', async (_payload, ctx) => {
+      rivalStarted.push(ctx.jobId);
+    });
+    const completed = deferred<string>();
+    owner.events.on('completed', (event) => completed.resolve(event.job.id));
+    const worker = owner.worker({ leaseMs, heartbeatIntervalMs: 150, pollIntervalMs: 50 });
+    await worker.start();
+    const trouble: string[] = [];
+    owner.events.on('leaseLost', (event) => trouble.push(`leaseLost ${event.reason}`));
+    owner.events.on('stale', (event) => trouble.push(`stale ${event.operation}`));
+    const { id } = await owner.submit({ kind: 'long' });
+    // Let the owner take it, then a rival polls hard for the whole run, ready to steal a lapsed lease.
+    await expect.poll(async () => (await owner.getJob(id))?.state, { timeout: 3000, interval: 20 }).toBe('running');
+    await rival.worker({ leaseMs, heartbeatIntervalMs: 150, pollIntervalMs: 20 }).start();
+
+    expect(await within(completed.promise, 15_000, () => `long job completion (${trouble.join(', ')})`)).toBe(id);
+    expect(trouble).toEqual([]);
+    expect(signalAborted).toBe(false);
+    expect(rivalStarted).toEqual([]);
+    expect(await owner.getJob(id)).toMatchObject({ state: 'done', token: 1, attempts: 1 });
+    expect(worker.stats.leaseLost).toBe(0);
+  });
+
+  it('aborts the handler of a cancelled job at its next heartbeat and writes nothing it returns', async () => {
+    const docket = await open();
+    const started = deferred<string>();
+    const aborted = deferred<unknown>();
+    docket.handle('cancellable', async (_payload, ctx) => {
+      ctx.signal.addEventListener('abort', () => aborted.resolve(ctx.signal.reason));
+      started.resolve(ctx.jobId);
+      // Returns (as if successful) only after the abort: that result must be discarded.
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    });
+    const lost = deferred<string>();
+    docket.events.on('leaseLost', (event) => lost.resolve(event.reason));
+    const worker = docket.worker(QUICK);
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'cancellable' });
+    await within(started.promise, 5000, 'start');
+    expect(await docket.cancelJob(id)).toBe('cancelled');
+
+    const reason = await within(aborted.promise, 5000, 'abort after cancel');
+    expect((reason as JobAbortError).reason).toBe('lease_lost');
+    expect(await lost.promise).toBe('heartbeat_refused');
+    await expect.poll(() => worker.stats.discarded, { timeout: 2000 }).toBe(1);
+    expect(worker.stats.completed).toBe(0);
+    expect((await docket.getJob(id))?.state).toBe('cancelled');
+  });
+
+  it('loses the lease and aborts the handler when heartbeats stop; another worker then takes the job', async () => {
+    const frozen = await open();
+    const healthy = await open();
+    const started = deferred<void>();
+    const aborted = deferred<unknown>();
+    frozen.handle('job', async (_payload, ctx) => {
+      started.resolve();
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      aborted.resolve(ctx.signal.reason);
+    });
+    const takenOver = deferred<number>();
+    healthy.handle('job', async (_payload, ctx) => takenOver.resolve(ctx.token));
+    const lost = deferred<string>();
+    frozen.events.on('leaseLost', (event) => lost.resolve(event.reason));
+    const worker = frozen.worker({ leaseMs: 400, heartbeatIntervalMs: 100, pollIntervalMs: 50 });
+    await worker.start();
+    const { id } = await frozen.submit({ kind: 'job' });
+    await within(started.promise, 5000, 'start');
+    worker.pauseHeartbeats(true);
+
+    const reason = await within(aborted.promise, 5000, 'abort after lease loss');
+    // Stop the frozen worker at once, or it would simply re-claim the lapsed job itself.
+    const stopping = worker.stop();
+    expect((reason as JobAbortError).reason).toBe('lease_lost');
+    expect(await lost.promise).toBe('lease_unconfirmed');
+    await stopping;
+    await healthy.worker({ leaseMs: 400, heartbeatIntervalMs: 100, pollIntervalMs: 50 }).start();
+    expect(await within(takenOver.promise, 5000, 'takeover')).toBeGreaterThan(1);
+    await expect.poll(async () => (await healthy.getJob(id))?.state, { timeout: 3000 }).toBe('done');
+    expect(worker.stats.completed).toBe(0);
+  });
+
+  it('starts an immediately-due job on a wake-up, without waiting for the poll interval', async () => {
+    // Watch the worker's own store to know when its start-up claim and next-run-at lookup are over:
+    // from then on only a wake-up (not a start-up race) can start the job before the minute-long poll.
+    const store = await db.open();
+    let lookups = 0;
+    const watched = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (property !== 'jobNextRunAt') return value.bind(target);
+        return async (...args: unknown[]) => {
+          const result = await value.apply(target, args);
+          lookups += 1;
+          return result;
+        };
+      },
+    });
+    const worker = await Docket.open({ store: watched });
+    const submitter = await open();
+    try {
+      const started = deferred<string>();
+      worker.handle('now', async (_payload, ctx) => started.resolve(ctx.jobId));
+      await worker.worker({ pollIntervalMs: 60_000 }).start();
+      await expect.poll(() => lookups, { timeout: 3000, interval: 5 }).toBe(1);
+      // PostgreSQL: another connection's submit arrives by NOTIFY; SQLite: the same store's in-process wake-up.
+      const viaOther = kind === 'postgres' ? submitter : worker;
+      const { id } = await viaOther.submit({ kind: 'now' });
+      expect(await within(started.promise, 3000, 'start after wake-up')).toBe(id);
+    } finally {
+      await worker.close();
+      await store.close();
+    }
+  });
+
+  it('starts delayed jobs at their run time, never before, even when an earlier one arrives later', async () => {
+    const docket = await open();
+    const starts = new Map<string, { dbNow: number; runAt: number }>();
+    const second = deferred<void>();
+    docket.handle('later', async (_payload, ctx) => {
+      starts.set(ctx.jobId, { dbNow: (await docket.store.now()).getTime(), runAt: ctx.runAt.getTime() });
+      if (starts.size === 2) second.resolve();
+    });
+    await docket.worker({ pollIntervalMs: 60_000 }).start();
+    const far = await docket.submit({ kind: 'later', delayMs: 1500 });
+    const near = await docket.submit({ kind: 'later', delayMs: 300 });
+    await within(second.promise, 5000, 'both delayed jobs');
+    const nearStart = starts.get(near.id)!;
+    const farStart = starts.get(far.id)!;
+    for (const start of [nearStart, farStart]) {
+      expect(start.dbNow).toBeGreaterThanOrEqual(start.runAt);
+      // Started by the timer to the next run time: far sooner than the one-minute poll.
+      expect(start.dbNow - start.runAt).toBeLessThan(1000);
+    }
+    expect(nearStart.runAt).toBeLessThan(farStart.runAt);
+  });
+
+  it('on stop, lets handlers finish within the grace period and writes their results', async () => {
+    const docket = await open();
+    docket.handle('short', async () => {
+      await sleep(200);
+    });
+    const worker = docket.worker({ ...QUICK, shutdownGraceMs: 5000 });
+    await worker.start();
+    const ids = (await docket.submitMany([{ kind: 'short' }, { kind: 'short' }, { kind: 'short' }])).map((r) => r.id);
+    await expect.poll(() => worker.runningCount, { timeout: 3000, interval: 10 }).toBe(3);
+    await worker.stop();
+    for (const id of ids) expect((await docket.getJob(id))?.state).toBe('done');
+    expect(worker.stats).toMatchObject({ completed: 3, released: 0, discarded: 0 });
+  });
+
+  it('on stop, aborts handlers past the grace period and releases their leases so another worker takes them at once', async () => {
+    const first = await open();
+    const second = await open();
+    const concurrency = 5;
+    const aborted: string[] = [];
+    first.handle('slow', async (_payload, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      aborted.push(ctx.jobId);
+    });
+    const worker = first.worker({ concurrency, leaseMs: 30_000, shutdownGraceMs: 100, pollIntervalMs: 200 });
+    await worker.start();
+    const ids = (await first.submitMany(Array.from({ length: concurrency }, () => ({ kind: 'slow' })))).map(
+      (r) => r.id,
+    );
+    await expect.poll(() => worker.runningCount, { timeout: 5000, interval: 10 }).toBe(concurrency);
+
+    const takenOver = new Map<string, number>();
+    const allTaken = deferred<void>();
+    second.handle('slow', async (_payload, ctx) => {
+      takenOver.set(ctx.jobId, ctx.token);
+      if (takenOver.size === concurrency) allTaken.resolve();
+    });
+    await second.worker({ concurrency, pollIntervalMs: 200 }).start();
+    const stoppedAt = Date.now();
+    await worker.stop();
+    // The lease is 30 s: only an explicit release lets the second worker in within a couple of seconds.
+    await within(allTaken.promise, 3000, 'takeover of released jobs');
+    expect(Date.now() - stoppedAt).toBeLessThan(3000);
+    expect([...takenOver.keys()].sort()).toEqual([...ids].sort());
+    expect([...takenOver.values()]).toEqual(ids.map(() => 2));
+    expect(aborted.sort()).toEqual([...ids].sort());
+    expect(worker.stats).toMatchObject({ released: concurrency, completed: 0 });
+    for (const id of ids) {
+      await expect.poll(async () => (await second.getJob(id))?.state, { timeout: 3000 }).toBe('done');
+      // A release gives the attempt back: the takeover is attempt 1 again, not a failure.
+      expect(await second.getJob(id)).toMatchObject({ attempts: 1, errors: [] });
+    }
+  });
+
+  it('prunes done records older than the retention while a worker runs', async () => {
+    const docket = await Docket.open({ url: db.url, retentionMs: 1, pruneIntervalMs: 100 });
+    dockets.push(docket);
+    docket.handle('prunable', async () => {});
+    await docket.worker(QUICK).start();
+    const { id } = await docket.submit({ kind: 'prunable' });
+    await expect.poll(async () => (await docket.getJob(id))?.state, { timeout: 5000, interval: 20 }).toBe('done');
+    await expect.poll(() => docket.getJob(id), { timeout: 5000, interval: 50 }).toBeNull();
+  });
+
+  it('keeps running jobs when an event listener throws', async () => {
+    const docket = await open();
+    docket.events.on('started', () => {
+      throw new Error('a bug in a metrics listener');
+    });
+    const completed = deferred<string>();
+    docket.events.on('completed', (event) => completed.resolve(event.job.id));
+    docket.handle('plain', async () => {});
+    await docket.worker(QUICK).start();
+    const { id } = await docket.submit({ kind: 'plain' });
+    expect(await within(completed.promise, 5000, 'completion despite a throwing listener')).toBe(id);
+  });
+
+  it('refuses a heartbeat interval too close to the lease at configuration time', async () => {
+    const docket = await open();
+    expect(() => docket.worker({ leaseMs: 1000, heartbeatIntervalMs: 600 })).toThrow(ConfigurationError);
+    expect(() => docket.worker({ leaseMs: 1000, heartbeatIntervalMs: 1000 })).toThrow(/at most half of leaseMs/);
+    expect(() => docket.worker({ leaseMs: 30_000, heartbeatIntervalMs: 10_000 })).not.toThrow();
+    expect(docket.worker({ leaseMs: 1500 }).options.heartbeatIntervalMs).toBe(500);
+    expect(() => docket.worker({ concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => docket.worker({ bogus: 1 } as WorkerOptions)).toThrow(/unknown worker option bogus/);
+  });
+
+  it('refuses a bad submitMany input by its index and field, and writes nothing', async () => {
+    const docket = await open();
+    const before = (await docket.listJobs({ limit: 1000 })).length;
+    const attempt = docket.submitMany([
+      { kind: 'ok' },
+      { kind: 'ok', delayMs: 10 },
+      { kind: 'ok', runAt: 'not a time' as unknown as Date },
+    ]);
+    await expect(attempt).rejects.toThrow(ValidationError);
+    await expect(attempt).rejects.toMatchObject({ field: 'jobs[2].runAt' });
+    await expect(docket.submit({ kind: '' })).rejects.toMatchObject({ field: 'kind' });
+    await expect(docket.submitMany([{ kind: 'ok' }, null as never])).rejects.toMatchObject({ field: 'jobs[1]' });
+    expect((await docket.listJobs({ limit: 1000 })).length).toBe(before);
+  });
+});
