@@ -28,16 +28,31 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () =>
   return Math.max(Math.ceil(minMs), Math.floor(minMs + random() * (maxMs - minMs)));
 }
 
+/** What a failed attempt may ask of the policy (a webhook's Retry-After, a request that can never succeed). */
+export interface RetryHints {
+  /** Wait at least this long before the retry; never shortens the backoff. */
+  retryAfterMs?: number | undefined;
+  /** `false` parks the job at once: retrying cannot help (a refused destination, a 4xx). */
+  retryable?: boolean | undefined;
+}
+
 /**
  * Retry or park after attempt `attempts` failed. Attempts are counted at claim time, so
- * `attempts` already includes the attempt that just failed.
+ * `attempts` already includes the attempt that just failed. Hints may lengthen the wait or park
+ * at once; they can never make a retry sooner than its backoff band allows.
  */
 export function decideAfterFailure(params: {
   attempts: number;
   maxAttempts: number;
   policy: RetryPolicy;
   random: () => number;
+  hints?: RetryHints | undefined;
 }): RetryDecision {
-  if (params.attempts >= params.maxAttempts) return { kind: 'park' };
-  return { kind: 'retry', delayMs: retryDelayMs(params.policy, params.attempts, params.random) };
+  if (params.attempts >= params.maxAttempts || params.hints?.retryable === false) return { kind: 'park' };
+  const delayMs = retryDelayMs(params.policy, params.attempts, params.random);
+  const retryAfterMs = params.hints?.retryAfterMs;
+  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs > delayMs) {
+    return { kind: 'retry', delayMs: Math.ceil(retryAfterMs) };
+  }
+  return { kind: 'retry', delayMs };
 }

@@ -3,6 +3,7 @@
  * handler that never settles is cut off by its signal, so one bad handler cannot wedge a slot.
  */
 import type { ClaimedJob } from '../job/job.js';
+import type { RetryHints } from '../retry/backoff.js';
 import type { JobContext, JobHandler } from './job-handler.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
@@ -10,8 +11,19 @@ import { childLogger } from './logger.js';
 /** How one invocation ended, from the worker's point of view. */
 export type HandlerOutcome =
   | { kind: 'returned' }
-  | { kind: 'threw'; message: string; detail: string | undefined }
+  | { kind: 'threw'; message: string; detail: string | undefined; hints: RetryHints }
   | { kind: 'aborted' };
+
+/** Reads `retryAfterMs` (a finite number >= 0) and `retryable: false` off a thrown value. */
+export function retryHints(thrown: unknown): RetryHints {
+  if (typeof thrown !== 'object' || thrown === null) return {};
+  const { retryAfterMs, retryable } = thrown as { retryAfterMs?: unknown; retryable?: unknown };
+  return {
+    retryAfterMs:
+      typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0 ? retryAfterMs : undefined,
+    retryable: retryable === false ? false : undefined,
+  };
+}
 
 /** Limits stored error text so a huge thrown message cannot bloat the job row. */
 const MAX_ERROR_MESSAGE = 2000;
@@ -64,12 +76,12 @@ export function invokeHandler(
     try {
       result = handler(job.payload as never, ctx);
     } catch (thrown) {
-      resolve({ kind: 'threw', ...describeThrown(thrown) });
+      resolve({ kind: 'threw', ...describeThrown(thrown), hints: retryHints(thrown) });
       return;
     }
     Promise.resolve(result).then(
       () => resolve({ kind: 'returned' }),
-      (thrown: unknown) => resolve({ kind: 'threw', ...describeThrown(thrown) }),
+      (thrown: unknown) => resolve({ kind: 'threw', ...describeThrown(thrown), hints: retryHints(thrown) }),
     );
   });
   if (signal.aborted) return Promise.resolve({ kind: 'aborted' });

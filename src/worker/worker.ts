@@ -23,7 +23,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { AttemptError, ClaimedJob } from '../job/job.js';
-import { decideAfterFailure } from '../retry/backoff.js';
+import { decideAfterFailure, type RetryHints } from '../retry/backoff.js';
 import type { JobLease, Store } from '../store/store.js';
 import type { DocketEvents } from './docket-events.js';
 import { JobClaimer } from './job-claimer.js';
@@ -309,7 +309,11 @@ export class Worker {
     if (outcome.kind === 'aborted' || execution.abandoned !== null) return;
     this.freeSlot(execution);
     if (outcome.kind === 'threw') {
-      await this.recordFailure(execution, { kind: 'thrown', message: outcome.message, detail: outcome.detail });
+      await this.recordFailure(
+        execution,
+        { kind: 'thrown', message: outcome.message, detail: outcome.detail },
+        outcome.hints,
+      );
       return;
     }
     const result = await this.completer.complete(execution.lease);
@@ -395,6 +399,7 @@ export class Worker {
   private async recordFailure(
     execution: Execution,
     error: Pick<AttemptError, 'message' | 'kind' | 'detail'>,
+    hints: RetryHints = {},
   ): Promise<void> {
     const { job, lease } = execution;
     const decision = decideAfterFailure({
@@ -402,6 +407,7 @@ export class Worker {
       maxAttempts: job.maxAttempts,
       policy: job.retryPolicy,
       random: this.deps.random,
+      hints,
     });
     const outcome = await this.writeWhileHeld(lease, 'fail', () =>
       this.store.jobFail({ id: lease.id, token: lease.token, error, decision }),
