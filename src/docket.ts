@@ -57,6 +57,8 @@ const OPTION_NAMES = new Set<string>([
   'schema',
   'poolSize',
   'busyTimeoutMs',
+  'wakeHorizonMs',
+  'synchronous',
 ]);
 
 /** A Docket: submit jobs, register handlers, run workers, administer queues. */
