@@ -1,6 +1,7 @@
-/** Docket's public surface: re-exports only. */
+/** Docket's public surface: re-exports only. The HTTP service is `docket/http` (src/http/index.ts). */
 export type { DocketOptions } from './docket.js';
 export { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, Docket } from './docket.js';
+export { signWebhook, verifyWebhookSignature } from './http/webhook-signature.js';
 export { ConfigurationError, DocketError, ValidationError } from './job/errors.js';
 export type { AttemptError, ClaimedJob, Job, JobState, JsonValue, RetryPolicy } from './job/job.js';
 export { FINISHED_JOB_STATES, JOB_STATES, LIVE_JOB_STATES } from './job/job.js';
