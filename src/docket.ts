@@ -8,6 +8,7 @@ import type { Job, JsonValue } from './job/job.js';
 import type { JobSpec, SubmitInput } from './job/job-spec.js';
 import { describe, normalizeSubmit, validateKind } from './job/job-spec.js';
 import type { Random } from './retry/random.js';
+import { normalizeScheduleSpec, type Schedule, type ScheduleInput, validateScheduleId } from './schedule/schedule.js';
 import type { OpenStoreOptions } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import type {
@@ -15,7 +16,10 @@ import type {
   DeadLetterListParams,
   DeadLetterPurgeParams,
   JobListParams,
+  QueueState,
   QueueStats,
+  ScheduleListParams,
+  ScheduleUpsertResult,
   Store,
   SubmitResult,
 } from './store/store.js';
@@ -214,6 +218,55 @@ export class Docket {
   /** Job counts by queue and state. */
   queueStats(): Promise<QueueStats[]> {
     return this.store.queueStats();
+  }
+
+  /**
+   * Creates or replaces a recurring schedule and enqueues its next run. Bad input (an invalid
+   * cron, an unknown time zone, a negative or NaN jitter, a too-long id…) throws a
+   * {@link ValidationError} naming the field, and nothing is stored.
+   */
+  async schedule<P = JsonValue>(input: ScheduleInput<P>): Promise<ScheduleUpsertResult> {
+    return this.store.scheduleUpsert({ spec: normalizeScheduleSpec(input) });
+  }
+
+  /** A schedule with its last and next slot and next run time; null when unknown. */
+  async getSchedule(id: string): Promise<Schedule | null> {
+    return this.store.scheduleGet({ id: validateScheduleId(id) });
+  }
+
+  /** Schedules ordered by id, each with its next run time, paged by `afterId`. */
+  async listSchedules(params: ScheduleListParams = {}): Promise<Schedule[]> {
+    return this.store.scheduleList(params);
+  }
+
+  /** Pauses a schedule: its pending run is removed and nothing more is enqueued; null when unknown. */
+  async pauseSchedule(id: string): Promise<Schedule | null> {
+    return this.store.schedulePause({ id: validateScheduleId(id) });
+  }
+
+  /** Resumes a schedule from now (slots passed while paused never run); null when unknown. */
+  async resumeSchedule(id: string): Promise<Schedule | null> {
+    return this.store.scheduleResume({ id: validateScheduleId(id) });
+  }
+
+  /** Deletes a schedule and its pending run (a running one finishes); false when unknown. */
+  async deleteSchedule(id: string): Promise<boolean> {
+    return this.store.scheduleDelete({ id: validateScheduleId(id) });
+  }
+
+  /** Pauses a queue: claims skip it and its jobs wait, nothing is lost. */
+  async pauseQueue(name: string): Promise<QueueState> {
+    return this.store.queuePause({ name });
+  }
+
+  /** Resumes a paused queue: its due jobs are claimable at once. */
+  async resumeQueue(name: string): Promise<QueueState> {
+    return this.store.queueResume({ name });
+  }
+
+  /** Queues that were ever paused or resumed, with their state. */
+  async listQueues(): Promise<QueueState[]> {
+    return this.store.queueList();
   }
 
   /** Deletes done and cancelled records older than the retention (by the database clock); returns how many. */

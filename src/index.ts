@@ -11,6 +11,30 @@ export type { RetryDecision } from './retry/backoff.js';
 export { backoffBand, decideAfterFailure, retryDelayMs } from './retry/backoff.js';
 export type { Random } from './retry/random.js';
 export { seededRandom } from './retry/random.js';
+export type { JitterMode } from './schedule/jitter.js';
+export { JITTER_MODES } from './schedule/jitter.js';
+export type { MisfirePlan, PlannedRun } from './schedule/misfire.js';
+export { planScheduleRuns } from './schedule/misfire.js';
+export type {
+  MisfirePolicy,
+  MisfirePolicyName,
+  Schedule,
+  ScheduleInput,
+  ScheduleJobInput,
+  ScheduleJobTemplate,
+  ScheduleSpec,
+} from './schedule/schedule.js';
+export {
+  DEFAULT_MISFIRE_POLICY,
+  jobSpecForRun,
+  MAX_CATCH_UP_RUNS,
+  MAX_CATCH_UP_WINDOW_MS,
+  MAX_SCHEDULE_ID_LENGTH,
+  MAX_SCHEDULE_JITTER_MS,
+  MISFIRE_POLICIES,
+  normalizeScheduleSpec,
+  SCHEDULE_ID_PATTERN,
+} from './schedule/schedule.js';
 export type { OpenStoreOptions, StoreLocation } from './store/open-store.js';
 export { openStore, parseStoreUrl } from './store/open-store.js';
 export type {
@@ -21,8 +45,15 @@ export type {
   FailOutcome,
   JobLease,
   JobListParams,
+  QueueNameParams,
+  QueueState,
   QueueStats,
   ReleaseOutcome,
+  ScheduleIdParams,
+  ScheduleListParams,
+  ScheduleRepairParams,
+  ScheduleUpsertParams,
+  ScheduleUpsertResult,
   Store,
   StoreCapabilities,
   SubmitResult,
@@ -47,6 +78,7 @@ export type { AbortReason, JobContext, JobHandler } from './worker/job-handler.j
 export { JobAbortError } from './worker/job-handler.js';
 export type { LogFields, Logger } from './worker/logger.js';
 export { silentLogger } from './worker/logger.js';
+export { SCHEDULE_REPAIR_INTERVAL_MS } from './worker/schedule-repairer.js';
 export type { WorkerStats } from './worker/worker.js';
 export { Worker } from './worker/worker.js';
 export type { ResolvedWorkerOptions, WorkerOptions } from './worker/worker-options.js';

@@ -10,6 +10,8 @@ import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './cli-error.js';
 import { deadCommand } from './commands/dead-command.js';
 import { demoCommand } from './commands/demo-command.js';
 import { jobsCommand } from './commands/jobs-command.js';
+import { queuesCommand } from './commands/queues-command.js';
+import { schedulesCommand } from './commands/schedules-command.js';
 import { serveCommand } from './commands/serve-command.js';
 import { statsCommand } from './commands/stats-command.js';
 import { submitCommand } from './commands/submit-command.js';
@@ -39,6 +41,11 @@ const FLAG_FOR_FIELD: Record<string, string> = {
   afterId: '--after',
   parkedBefore: '--before',
   ids: '--id',
+  cron: '--cron',
+  timeZone: '--time-zone',
+  jitterMode: '--jitter-mode',
+  paused: '--paused',
+  name: '<name>',
 };
 
 /** Builds the program; commands throw, {@link runCli} maps. */
@@ -55,6 +62,8 @@ export function createProgram(): Command {
   program.addCommand(jobsCommand());
   program.addCommand(deadCommand());
   program.addCommand(statsCommand());
+  program.addCommand(schedulesCommand());
+  program.addCommand(queuesCommand());
   program.addCommand(serveCommand());
   // Subcommands added with addCommand do not inherit exitOverride, so set it on every one.
   const override = (command: Command) => {

@@ -22,6 +22,7 @@ import {
   failRequestSchema,
   heartbeatRequestSchema,
 } from './remote-worker-routes.js';
+import { scheduleOpenApi } from './schedule-routes.js';
 import { webhookPayloadSchema } from './webhook-handler.js';
 
 const submitSchema = z
@@ -120,6 +121,7 @@ const listParams = (withState: boolean) => [
 
 /** Builds the OpenAPI document. */
 export function openApiDocument(): Record<string, unknown> {
+  const schedules = scheduleOpenApi();
   const ok = (description: string, s: unknown = { type: 'object' }) => ({ description, ...json(s) });
   return {
     openapi: '3.1.0',
@@ -145,6 +147,7 @@ export function openApiDocument(): Record<string, unknown> {
         Heartbeat: schema(heartbeatRequestSchema),
         Complete: schema(completeRequestSchema),
         Fail: schema(failRequestSchema),
+        ...schedules.schemas,
       },
     },
     paths: {
@@ -228,6 +231,7 @@ export function openApiDocument(): Record<string, unknown> {
         ),
       },
       '/v1/stats': { get: op('read', 'Job counts by queue and state.', { '200': ok('Statistics') }) },
+      ...schedules.paths,
       '/v1/worker/claim': {
         post: op(
           'worker',

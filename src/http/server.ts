@@ -23,6 +23,7 @@ import { jobRoutes } from './job-routes.js';
 import { DocketMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { remoteWorkerRoutes } from './remote-worker-routes.js';
+import { scheduleRoutes } from './schedule-routes.js';
 import { isLoopbackHost, type ServerConfig } from './server-config.js';
 import { createServerLogger, docketLogger, type ServerLogger } from './server-logger.js';
 import { DestinationGuard } from './ssrf-guard.js';
@@ -133,6 +134,7 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
 
   app.use('/v1/*', authMiddleware(auth));
   app.route('/v1', jobRoutes(docket, { webhookGuard: config.webhookGuard, random }));
+  app.route('/v1', scheduleRoutes(docket));
   app.route('/v1/worker', worker.routes);
 
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404));

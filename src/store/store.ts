@@ -17,10 +17,17 @@
  * - Every write is committed before the call resolves (an id returned is a durable job).
  * - Policy (backoff delay, whether to park after a failure) is decided by the caller in pure
  *   TypeScript (`retry/`); the store applies the decision.
+ * - Recurring schedules: the one exception to "no policy in the store". When a claim hands out a
+ *   schedule's latest run, the store plans the next run (`planScheduleRuns` from `schedule/`, with
+ *   the database's now) and inserts it in the claim's own transaction, so a crash can never leave
+ *   a claimed run without its successor. At most one job exists per (schedule, slot), enforced by
+ *   a unique key; a repeated plan inserts nothing.
+ * - Paused queues: claims (and next-run-at) skip them; their jobs stay where they are.
  */
 import type { AttemptError, ClaimedJob, Job, JobState } from '../job/job.js';
 import type { JobSpec } from '../job/job-spec.js';
 import type { RetryDecision } from '../retry/backoff.js';
+import type { Schedule, ScheduleSpec } from '../schedule/schedule.js';
 
 /** What a store can do, as data; callers branch on these, never on the store's type. */
 export interface StoreCapabilities {
@@ -145,6 +152,11 @@ export interface NextRunAtParams extends AtTime {
 /** Job counts by queue and state, for dashboards and metrics. */
 export interface QueueStats {
   queue: string;
+  /**
+   * Present (and true) only while the queue is paused: claims skip it and its jobs wait. Absent
+   * rather than false so counts-only consumers and snapshots stay unchanged for unpaused queues.
+   */
+  paused?: true;
   /** Live and waiting for its run time. */
   scheduled: number;
   /** Live, due now and not leased (includes lapsed leases). */
@@ -154,6 +166,54 @@ export interface QueueStats {
   done: number;
   cancelled: number;
   dead: number;
+}
+
+/** Parameters of {@link Store.scheduleUpsert}. */
+export interface ScheduleUpsertParams extends AtTime {
+  /** Already validated by `normalizeScheduleSpec`; the store checks the fields it plans with again. */
+  spec: ScheduleSpec;
+}
+
+/** What {@link Store.scheduleUpsert} did. */
+export interface ScheduleUpsertResult {
+  schedule: Schedule;
+  /** True when the id was new; false when an existing schedule was replaced. */
+  created: boolean;
+}
+
+/** Parameters of {@link Store.scheduleList}. */
+export interface ScheduleListParams {
+  /** Page size; default 100, at most 1000. */
+  limit?: number | undefined;
+  /** Keyset paging: only ids after this one (ids compare as text). */
+  afterId?: string | undefined;
+  /** Only paused (true) or only active (false) schedules; all when omitted. */
+  paused?: boolean | undefined;
+}
+
+/** Names one schedule, at an optional pinned instant. */
+export interface ScheduleIdParams extends AtTime {
+  id: string;
+}
+
+/** Parameters of {@link Store.scheduleRepair}. */
+export interface ScheduleRepairParams extends AtTime {
+  /** At most this many schedules repaired per call (default 100), so one sweep stays short. */
+  limit?: number | undefined;
+}
+
+/** Parameters of {@link Store.queuePause} and {@link Store.queueResume}. */
+export interface QueueNameParams extends AtTime {
+  name: string;
+}
+
+/** A queue's pause state. */
+export interface QueueState {
+  name: string;
+  /** True while claims skip this queue. */
+  paused: boolean;
+  /** When it was paused (database time); null while not paused. */
+  pausedAt: Date | null;
 }
 
 /**
@@ -214,14 +274,68 @@ export interface Store {
   /** Parked jobs, ordered by id. */
   deadLetterList(params: DeadLetterListParams): Promise<Job[]>;
 
-  /** Moves a parked job back to pending with fresh attempts, due now; id, token and errors kept. */
+  /**
+   * Moves a parked job back to pending with fresh attempts, due now; id, token and errors kept.
+   * A recurring run whose (schedule, slot) another job now holds drops its slot (keeping its
+   * schedule id) instead of failing on the unique key.
+   */
   deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null>;
 
   /** Deletes parked jobs; returns how many. */
   deadLetterPurge(params: DeadLetterPurgeParams): Promise<number>;
 
-  /** Counts by queue and state. */
+  /** Counts by queue and state, with each queue's pause state; paused queues appear even when empty. */
   queueStats(params?: AtTime): Promise<QueueStats[]>;
+
+  /** Pauses a queue: claims skip it from now on, its jobs stay (nothing is lost). Idempotent. */
+  queuePause(params: QueueNameParams): Promise<QueueState>;
+
+  /** Resumes a queue: its due jobs are claimable at once, and listeners are woken. Idempotent. */
+  queueResume(params: QueueNameParams): Promise<QueueState>;
+
+  /** Every queue that was ever paused or resumed, with its state, ordered by name. */
+  queueList(): Promise<QueueState[]>;
+
+  /**
+   * Creates or replaces a schedule in one transaction. Creating (or un-pausing, or changing cron,
+   * time zone or jitter) deletes the schedule's pending runs that never started and enqueues the
+   * next slot after now: nothing counts as missed. A replace that keeps the timing keeps the
+   * pending run (the new job template applies from the next planned run). A paused spec enqueues
+   * nothing. Throws a ValidationError naming the field, writing nothing, for a spec that could
+   * not be planned (bad id, cron, time zone or jitter).
+   */
+  scheduleUpsert(params: ScheduleUpsertParams): Promise<ScheduleUpsertResult>;
+
+  /** A schedule with its last and next slot and next run time; null when unknown. */
+  scheduleGet(params: { id: string }): Promise<Schedule | null>;
+
+  /** Schedules ordered by id (keyset paging on afterId), each with its next run time. */
+  scheduleList(params: ScheduleListParams): Promise<Schedule[]>;
+
+  /**
+   * Pauses a schedule: it enqueues nothing more, and its pending runs that never started are
+   * deleted (not cancelled, so their slots stay free); running ones and their retries finish.
+   * Null when unknown; a paused schedule is returned unchanged.
+   */
+  schedulePause(params: ScheduleIdParams): Promise<Schedule | null>;
+
+  /**
+   * Resumes a paused schedule: enqueues the next slot after now. Slots that passed while it was
+   * paused never run, whatever the misfire policy (pausing is deliberate, not a misfire). Null
+   * when unknown; an active schedule is returned unchanged.
+   */
+  scheduleResume(params: ScheduleIdParams): Promise<Schedule | null>;
+
+  /** Deletes a schedule and its pending runs that never started; running ones finish. False when unknown. */
+  scheduleDelete(params: { id: string }): Promise<boolean>;
+
+  /**
+   * Re-links broken chains: every active schedule whose latest planned run is no longer live
+   * (an operator cancelled it, or it was claimed while the schedule could not plan) is planned
+   * again from its last slot, applying its misfire policy to the slots missed since. Returns how
+   * many schedules got new runs. Called periodically by workers; cheap when nothing is broken.
+   */
+  scheduleRepair(params?: ScheduleRepairParams): Promise<number>;
 
   /**
    * Calls `listener` when jobs may have become due (a submit, a retry, a release), in this process

@@ -1,8 +1,8 @@
 /**
  * The claim loop and its wake-ups: decides when to ask the store for due jobs and how many.
  *
- * Claims are sized to free slots (concurrency minus running handlers minus slots already promised
- * to claims in flight), and up to `maxConcurrentClaims` run at once so the next batch is on its
+ * Claims are sized to free slots (concurrency plus prefetch, minus running and buffered jobs, minus
+ * slots already promised to claims in flight), and up to `maxConcurrentClaims` run at once so the next batch is on its
  * way while the last one is being started. A claim runs only while jobs may be due:
  * - after a claim that filled its limit (more are probably waiting), on every freed slot;
  * - on a wake-up hint from the store (a submit, retry or release here, or NOTIFY from elsewhere);
@@ -28,8 +28,15 @@ export interface JobClaimerOptions {
   pollIntervalMs: number;
   claimBatchSize: number;
   maxConcurrentClaims: number;
-  /** Slots free for new jobs right now (before subtracting claims in flight). */
+  /**
+   * Claims smaller than this wait for more room, unless handler slots would otherwise idle: with a
+   * prefetch buffer, a round trip per freed slot would cost more than the buffer saves. 1 = no wait.
+   */
+  minClaimSize: number;
+  /** Room for new jobs right now, buffer included (before subtracting claims in flight). */
   freeSlots(): number;
+  /** Handler slots with no job to run, neither running nor buffered (before claims in flight). */
+  idleSlots(): number;
   /** Receives every claimed job, synchronously after its claim returns (also while stopping). */
   onClaimed(jobs: ClaimedJob[], sentAt: number): void;
   onError(error: unknown, operation: string): void;
@@ -175,6 +182,7 @@ export class JobClaimer {
     while (this.maybeDue && this.claims.size < this.options.maxConcurrentClaims) {
       const free = this.options.freeSlots() - this.reserved;
       if (free <= 0) return;
+      if (free < this.options.minClaimSize && this.options.idleSlots() - this.reserved <= 0) return;
       this.startClaim(Math.min(free, this.options.claimBatchSize));
     }
   }

@@ -4,7 +4,7 @@
  */
 import type { ClaimedJob } from '../job/job.js';
 import type { RetryHints } from '../retry/backoff.js';
-import type { JobContext, JobHandler } from './job-handler.js';
+import type { JobAbortError, JobContext, JobHandler } from './job-handler.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
 
@@ -44,8 +44,50 @@ export function describeThrown(thrown: unknown): { message: string; detail: stri
   return { message: message.slice(0, MAX_ERROR_MESSAGE), detail: undefined };
 }
 
-/** Builds the context a handler receives for `job`. */
-export function createJobContext(job: ClaimedJob, signal: AbortSignal, logger: Logger): JobContext {
+/**
+ * The cut-off switch of one invocation. Its AbortSignal is created only when the handler reads
+ * `ctx.signal` (already aborted if the cut-off came first): an AbortController and its listeners
+ * per job were a measurable share of a busy worker's CPU, and most handlers never look.
+ */
+export class InvocationAbort {
+  private controller: AbortController | undefined;
+  private error: JobAbortError | undefined;
+  private listener: (() => void) | undefined;
+
+  /** The handler's signal, created on first use. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.error) this.controller.abort(this.error);
+    }
+    return this.controller.signal;
+  }
+
+  /** Whether the invocation has been cut off. */
+  get aborted(): boolean {
+    return this.error !== undefined;
+  }
+
+  /** Cuts the invocation off: aborts the signal (if created) and tells the waiting invoker; only the first call counts. */
+  abort(error: JobAbortError): void {
+    if (this.error) return;
+    this.error = error;
+    this.controller?.abort(error);
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+
+  /** Sets the one listener told on cut-off (the invoker's). */
+  onAbort(listener: (() => void) | undefined): void {
+    this.listener = listener;
+  }
+}
+
+/** Builds the context a handler receives for `job`; its signal and logger are made on first use. */
+export function createJobContext(job: ClaimedJob, abort: InvocationAbort, logger: Logger): JobContext {
+  let jobLogger: Logger | undefined;
+  // Own enumerable getters, not a class: a handler that spreads or copies ctx still gets both.
   return {
     jobId: job.id,
     kind: job.kind,
@@ -54,22 +96,27 @@ export function createJobContext(job: ClaimedJob, signal: AbortSignal, logger: L
     maxAttempts: job.maxAttempts,
     token: job.token,
     runAt: job.runAt,
-    signal,
-    logger: childLogger(logger, { jobId: job.id, kind: job.kind, attempt: job.attempts }),
+    get signal() {
+      return abort.signal;
+    },
+    get logger() {
+      jobLogger ??= childLogger(logger, { jobId: job.id, kind: job.kind, attempt: job.attempts });
+      return jobLogger;
+    },
   };
 }
 
 /**
- * Invokes `handler` and resolves when it settles or when `signal` aborts, whichever is first.
- * `onLateSettle` is told when a handler settles after its signal aborted: its result is discarded.
+ * Invokes `handler` and resolves when it settles or when `abort` cuts it off, whichever is first.
+ * `onLateSettle` is told when a handler settles after it was cut off: its result is discarded.
  */
 export function invokeHandler(
   handler: JobHandler<never>,
   job: ClaimedJob,
   ctx: JobContext,
+  abort: InvocationAbort,
   onLateSettle: () => void,
 ): Promise<HandlerOutcome> {
-  const { signal } = ctx;
   const settled = new Promise<HandlerOutcome>((resolve) => {
     // A synchronous throw is a failure like a rejection, never an exception out of the worker.
     let result: unknown;
@@ -84,17 +131,16 @@ export function invokeHandler(
       (thrown: unknown) => resolve({ kind: 'threw', ...describeThrown(thrown), hints: retryHints(thrown) }),
     );
   });
-  if (signal.aborted) return Promise.resolve({ kind: 'aborted' });
+  if (abort.aborted) return Promise.resolve({ kind: 'aborted' });
   return new Promise<HandlerOutcome>((resolve) => {
     let done = false;
-    const onAbort = () => {
+    abort.onAbort(() => {
       if (done) return;
       done = true;
       resolve({ kind: 'aborted' });
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
+    });
     void settled.then((outcome) => {
-      signal.removeEventListener('abort', onAbort);
+      abort.onAbort(undefined);
       if (done) {
         onLateSettle();
         return;

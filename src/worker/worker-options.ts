@@ -20,11 +20,22 @@ export interface WorkerOptions {
   leaseMs?: number | undefined;
   /** Time between heartbeats, ms; at most leaseMs / 2; default leaseMs / 3 (10 s for the default lease). */
   heartbeatIntervalMs?: number | undefined;
-  /** Poll for due jobs this often even without a wake-up hint, ms; default 1 000. */
+  /**
+   * Poll for due jobs this often even without a wake-up hint, ms. Default 1 000 where the store
+   * wakes workers across processes (PostgreSQL LISTEN/NOTIFY), else 50 (SQLite: another
+   * process's submits are found only by polling, and a poll is one local indexed query).
+   */
   pollIntervalMs?: number | undefined;
   /** On stop, how long running handlers may finish before they are aborted and released, ms; default 10 000. */
   shutdownGraceMs?: number | undefined;
-  /** Most jobs leased by one claim; default min(concurrency, 1000). */
+  /**
+   * Jobs claimed ahead of free slots and held leased (and heartbeated) in a local buffer, so a freed
+   * slot starts its next job without a database round trip; released at once on stop. Buffered
+   * jobs are started in priority order, but a job of higher priority submitted later waits behind
+   * the buffer, and another worker cannot take what this one holds. Default 0 (claim only for free slots).
+   */
+  prefetch?: number | undefined;
+  /** Most jobs leased by one claim; default min(concurrency + prefetch, 1000). */
   claimBatchSize?: number | undefined;
   /** Claims in flight at once, so the next batch is on its way while one is being leased; default 2. */
   maxConcurrentClaims?: number | undefined;
@@ -43,6 +54,7 @@ export interface ResolvedWorkerOptions {
   heartbeatIntervalMs: number;
   pollIntervalMs: number;
   shutdownGraceMs: number;
+  prefetch: number;
   claimBatchSize: number;
   maxConcurrentClaims: number;
   completionBatchSize: number;
@@ -51,6 +63,17 @@ export interface ResolvedWorkerOptions {
 
 /** The design's lease length. */
 export const DEFAULT_LEASE_MS = 30_000;
+/** Poll interval where other processes' submits arrive as wake-ups; polling only backs them up. */
+export const DEFAULT_POLL_INTERVAL_MS = 1000;
+/** Poll interval where nothing wakes this process for another's submits: it bounds their start latency. */
+export const DEFAULT_LOCAL_POLL_INTERVAL_MS = 50;
+
+/** What the store offers that changes a default. */
+export interface WorkerOptionContext {
+  /** Other processes' submits wake this worker (the store's `listenNotify` capability). */
+  crossProcessWakeUps: boolean;
+}
+
 /** Shortest lease accepted: below this a single slow round trip outlives the lease. */
 export const MIN_LEASE_MS = 100;
 
@@ -62,6 +85,7 @@ const KNOWN = new Set<string>([
   'heartbeatIntervalMs',
   'pollIntervalMs',
   'shutdownGraceMs',
+  'prefetch',
   'claimBatchSize',
   'maxConcurrentClaims',
   'completionBatchSize',
@@ -84,7 +108,10 @@ function defaultWorkerId(): string {
 }
 
 /** Validates worker options and fills in defaults; throws {@link ConfigurationError} naming the option. */
-export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorkerOptions {
+export function resolveWorkerOptions(
+  options: WorkerOptions = {},
+  context: WorkerOptionContext = { crossProcessWakeUps: true },
+): ResolvedWorkerOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ConfigurationError(`worker options must be an object, got ${describe(options)}`);
   }
@@ -113,6 +140,7 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
         `A third of the lease (${Math.floor(leaseMs / 3)} ms) is the recommended interval.`,
     );
   }
+  const prefetch = integer('prefetch', options.prefetch, 0, 0, 100_000);
   let queues: readonly string[] | undefined;
   if (options.queues !== undefined) {
     if (!Array.isArray(options.queues) || options.queues.length === 0) {
@@ -135,9 +163,22 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
     queues,
     leaseMs,
     heartbeatIntervalMs,
-    pollIntervalMs: integer('pollIntervalMs', options.pollIntervalMs, 1000, 10, day),
+    pollIntervalMs: integer(
+      'pollIntervalMs',
+      options.pollIntervalMs,
+      context.crossProcessWakeUps ? DEFAULT_POLL_INTERVAL_MS : DEFAULT_LOCAL_POLL_INTERVAL_MS,
+      10,
+      day,
+    ),
     shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, 10_000, 0, day),
-    claimBatchSize: integer('claimBatchSize', options.claimBatchSize, Math.min(concurrency, 1000), 1, 10_000),
+    prefetch,
+    claimBatchSize: integer(
+      'claimBatchSize',
+      options.claimBatchSize,
+      Math.min(concurrency + prefetch, 1000),
+      1,
+      10_000,
+    ),
     maxConcurrentClaims: integer('maxConcurrentClaims', options.maxConcurrentClaims, 2, 1, 16),
     completionBatchSize: integer('completionBatchSize', options.completionBatchSize, 500, 1, 10_000),
     completionFlushMs: integer('completionFlushMs', options.completionFlushMs, 1, 0, 1000),

@@ -29,13 +29,14 @@ import type { DocketEvents } from './docket-events.js';
 import { JobClaimer } from './job-claimer.js';
 import { JobCompleter } from './job-completer.js';
 import type { HandlerOutcome } from './job-executor.js';
-import { createJobContext, invokeHandler } from './job-executor.js';
+import { createJobContext, InvocationAbort, invokeHandler } from './job-executor.js';
 import type { AbortReason, JobHandler } from './job-handler.js';
 import { JobAbortError } from './job-handler.js';
 import type { LeaseLossReason } from './lease-renewer.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import { childLogger, errorFields } from './logger.js';
+import { ScheduleRepairer } from './schedule-repairer.js';
 import type { ResolvedWorkerOptions, WorkerOptions } from './worker-options.js';
 import { resolveWorkerOptions } from './worker-options.js';
 
@@ -77,7 +78,7 @@ interface Execution {
   job: ClaimedJob;
   lease: JobLease;
   key: string;
-  controller: AbortController;
+  abort: InvocationAbort;
   startedAt: number;
   timeoutTimer: NodeJS.Timeout | undefined;
   /** The handler has returned or thrown (its outcome may still be being written). */
@@ -85,6 +86,16 @@ interface Execution {
   /** Set once the handler was cut off; its result will not be written. */
   abandoned: AbortReason | null;
   slotHeld: boolean;
+}
+
+/** The order claims hand jobs out in: priority, then run time, then id. */
+function byClaimOrder(a: ClaimedJob, b: ClaimedJob): number {
+  return a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || compareIds(a.id, b.id);
+}
+
+/** Ids are decimal integers in text (PostgreSQL bigint) or opaque strings: shorter numbers sort first. */
+function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 /** Outcome writes (fail, release) are retried through errors for at most this long, or leaseMs if longer. */
@@ -104,11 +115,15 @@ export class Worker {
   private readonly executions = new Map<string, Execution>();
   private readonly writes = new Set<Promise<void>>();
   private active = 0;
+  /** Prefetched jobs, leased and heartbeated, waiting for a slot; in claim order (priority, run_at). */
+  private buffered: { job: ClaimedJob; lease: JobLease }[] = [];
+  private startingBuffered = false;
   private runningHandlers = 0;
   private handlersIdle: (() => void) | undefined;
   private readonly renewer: LeaseRenewer;
   private readonly completer: JobCompleter;
   private readonly claimer: JobClaimer;
+  private readonly repairer: ScheduleRepairer;
   private stopping: Promise<void> | undefined;
   private readonly counters: WorkerStats = {
     claimed: 0,
@@ -125,7 +140,7 @@ export class Worker {
 
   /** Validates `options` (throws ConfigurationError) and prepares the worker; `start()` runs it. */
   constructor(deps: WorkerDependencies, options: WorkerOptions = {}) {
-    this.options = resolveWorkerOptions(options);
+    this.options = resolveWorkerOptions(options, { crossProcessWakeUps: deps.store.capabilities.listenNotify });
     this.id = this.options.id;
     this.deps = deps;
     this.store = deps.store;
@@ -149,10 +164,17 @@ export class Worker {
       pollIntervalMs: this.options.pollIntervalMs,
       claimBatchSize: this.options.claimBatchSize,
       maxConcurrentClaims: this.options.maxConcurrentClaims,
+      minClaimSize: this.options.prefetch > 0 ? Math.max(1, Math.ceil(this.options.prefetch / 2)) : 1,
       freeSlots: () => this.freeSlots(),
+      idleSlots: () => this.idleSlots(),
       onClaimed: (jobs, sentAt) => this.onClaimed(jobs, sentAt),
       onError: (error, operation) => this.reportError(error, operation),
       random: deps.random,
+    });
+    this.repairer = new ScheduleRepairer(this.store, {
+      random: deps.random,
+      logger: this.logger,
+      onError: (error) => this.reportError(error, 'scheduleRepair'),
     });
   }
 
@@ -164,6 +186,11 @@ export class Worker {
   /** Handlers running right now. */
   get runningCount(): number {
     return this.runningHandlers;
+  }
+
+  /** Prefetched jobs held leased and waiting for a free slot. */
+  get bufferedCount(): number {
+    return this.buffered.length;
   }
 
   /** A snapshot of the worker's counters. */
@@ -178,6 +205,7 @@ export class Worker {
     this.state = 'running';
     this.stopping = undefined;
     this.renewer.start();
+    this.repairer.start();
     this.deps.onStart?.(this);
     await this.claimer.start();
     this.logger.info('docket: worker started', {
@@ -212,6 +240,9 @@ export class Worker {
   private async shutdown(): Promise<void> {
     const startedAt = performance.now();
     await this.claimer.stop();
+    await this.repairer.stop();
+    // Prefetched jobs go back at once, so another worker starts them instead of waiting out the grace period.
+    for (const { job, lease } of this.buffered.splice(0)) this.track(this.releaseLease(job, lease));
     if (this.runningHandlers > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.options.shutdownGraceMs);
@@ -237,10 +268,16 @@ export class Worker {
     if (this.state !== 'running') return 0;
     // Backpressure: while outcome writes pile up (a slow or failing database), claim nothing more.
     if (this.writes.size > this.options.concurrency * 4 + 1000) return 0;
-    return this.options.concurrency - this.active;
+    return this.options.concurrency + this.options.prefetch - this.active - this.buffered.length;
+  }
+
+  private idleSlots(): number {
+    if (this.state !== 'running') return 0;
+    return this.options.concurrency - this.active - this.buffered.length;
   }
 
   private onClaimed(jobs: ClaimedJob[], sentAt: number): void {
+    const firstNew = this.buffered.length;
     for (const job of jobs) {
       const lease: JobLease = { id: job.id, token: job.token };
       this.counters.claimed += 1;
@@ -251,7 +288,32 @@ export class Worker {
         continue;
       }
       if (this.deps.events.has('claimed')) this.deps.events.emit('claimed', { job, workerId: this.id });
-      this.execute(job, lease);
+      this.buffered.push({ job, lease });
+    }
+    const last = this.buffered[firstNew - 1];
+    const first = this.buffered[firstNew];
+    // Each claim comes back in (priority, run_at) order; merge a batch that outranks what is already waiting.
+    if (last && first && byClaimOrder(first.job, last.job) < 0) {
+      this.buffered.sort((a, b) => byClaimOrder(a.job, b.job));
+    }
+    this.startBuffered();
+  }
+
+  /** Starts buffered jobs while slots are free; a job whose lease was lost meanwhile is dropped. */
+  private startBuffered(): void {
+    // A job that fails at once (no handler) frees its slot inside execute(): loop here, never recurse.
+    if (this.startingBuffered) return;
+    this.startingBuffered = true;
+    try {
+      let taken = 0;
+      while (this.state === 'running' && this.active < this.options.concurrency && taken < this.buffered.length) {
+        const next = this.buffered[taken]!;
+        taken += 1;
+        if (this.renewer.holds(next.lease)) this.execute(next.job, next.lease);
+      }
+      if (taken > 0) this.buffered.splice(0, taken);
+    } finally {
+      this.startingBuffered = false;
     }
   }
 
@@ -260,7 +322,7 @@ export class Worker {
       job,
       lease,
       key: LeaseRenewer.key(lease),
-      controller: new AbortController(),
+      abort: new InvocationAbort(),
       startedAt: performance.now(),
       timeoutTimer: undefined,
       handlerSettled: false,
@@ -292,8 +354,8 @@ export class Worker {
     if (this.deps.events.has('started')) {
       this.deps.events.emit('started', { job, workerId: this.id, latenessMs: Date.now() - job.runAt.getTime() });
     }
-    const ctx = createJobContext(job, execution.controller.signal, this.logger);
-    const run = invokeHandler(handler, job, ctx, () => {
+    const ctx = createJobContext(job, execution.abort, this.logger);
+    const run = invokeHandler(handler, job, ctx, execution.abort, () => {
       this.counters.discarded += 1;
     }).then((outcome) => this.finish(execution, outcome));
     this.track(run);
@@ -345,6 +407,7 @@ export class Worker {
     if (!execution.slotHeld) return;
     execution.slotHeld = false;
     this.active -= 1;
+    this.startBuffered();
     this.claimer.slotFreed();
   }
 
@@ -358,7 +421,7 @@ export class Worker {
       timeout: `the job's timeout of ${execution.job.timeoutMs} ms passed`,
       shutdown: 'the worker is shutting down and the grace period ended',
     };
-    execution.controller.abort(new JobAbortError(reason, messages[reason]));
+    execution.abort.abort(new JobAbortError(reason, messages[reason]));
     this.freeSlot(execution);
     // The handler may never settle; its slot and shutdown must not wait for it.
     execution.handlerSettled = true;
@@ -381,8 +444,11 @@ export class Worker {
 
   private onLeaseLost(lease: JobLease, reason: LeaseLossReason): void {
     this.counters.leaseLost += 1;
-    const execution = this.executions.get(LeaseRenewer.key(lease));
-    const job = execution?.job;
+    const key = LeaseRenewer.key(lease);
+    const execution = this.executions.get(key);
+    const index = execution ? -1 : this.buffered.findIndex((entry) => LeaseRenewer.key(entry.lease) === key);
+    // A prefetched job that lost its lease (cancelled, or heartbeats could not reach the database) never starts here.
+    const job = execution?.job ?? (index >= 0 ? this.buffered.splice(index, 1)[0]?.job : undefined);
     if (job) {
       if (reason === 'heartbeat_refused') {
         this.counters.stale += 1;

@@ -81,7 +81,7 @@ describe('PostgresStore: opening and migrations', () => {
       );
       return result.rows.map((row) => row.table_name);
     });
-    expect(tables).toEqual(['dead_jobs', 'jobs', 'migrations']);
+    expect(tables).toEqual(['dead_jobs', 'jobs', 'migrations', 'queues', 'schedules']);
   });
 
   it('refuses a schema name that is not a plain identifier', async () => {

@@ -239,17 +239,49 @@ export class PostgresJobQueries {
     return results as SubmitResult[];
   }
 
-  /** Leases up to `limit` claimable jobs; lapsed leases at maxAttempts are parked instead. */
+  /**
+   * The one-statement claim: leases up to `limit` claimable jobs (lapsed leases at maxAttempts are
+   * parked instead), unless a recurring run is among them, in which case it claims nothing and
+   * answers `needsTransaction` (the caller then claims with {@link claimInTransaction}).
+   * The store's claim path.
+   */
+  async claimOrDefer(
+    db: Queryable,
+    params: JobClaimParams,
+  ): Promise<{ jobs: ClaimedJob[]; needsTransaction: boolean }> {
+    if (params.limit <= 0) return { jobs: [], needsTransaction: false };
+    const result = await db.query<JobRow & { needs_transaction: boolean | null }>(
+      this.sql.claim,
+      this.claimParams(params),
+    );
+    const needsTransaction = result.rows[0]?.needs_transaction === true;
+    const jobs = result.rows.filter((row) => row.id !== null).map((row) => rowToJob(row) as ClaimedJob);
+    return { jobs, needsTransaction };
+  }
+
+  /**
+   * {@link claimOrDefer} without the flag: one-off jobs only. It claims nothing when a recurring
+   * run is among the candidates, so stores call claimOrDefer; this remains for tests of the SQL.
+   */
   async claim(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
+    return (await this.claimOrDefer(db, params)).jobs;
+  }
+
+  /** The claim inside the caller's transaction, recurring runs included; the caller plans their schedules. */
+  async claimInTransaction(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
     if (params.limit <= 0) return [];
-    const result = await db.query<JobRow>(this.sql.claim, [
+    const result = await db.query<JobRow>(this.sql.claimInTransaction, this.claimParams(params));
+    return result.rows.map((row) => rowToJob(row) as ClaimedJob);
+  }
+
+  private claimParams(params: JobClaimParams): unknown[] {
+    return [
       pinned(params.now),
       params.owner,
       Math.floor(params.limit),
       params.leaseMs,
       params.queues ? [...params.queues] : null,
-    ]);
-    return result.rows.map((row) => rowToJob(row) as ClaimedJob);
+    ];
   }
 
   /** Extends each lease still held; null for a stale token or a lease that already lapsed. */
@@ -393,24 +425,32 @@ export class PostgresJobQueries {
 
   /** Counts by queue and state. */
   async queueStats(db: Queryable, now: Date | undefined): Promise<QueueStats[]> {
-    const result = await db.query<Record<keyof Omit<QueueStats, 'queue'>, string> & { queue: string }>(
-      this.sql.queueStats,
-      [pinned(now)],
-    );
-    return result.rows.map((row) => ({
-      queue: row.queue,
-      scheduled: Number(row.scheduled),
-      available: Number(row.available),
-      running: Number(row.running),
-      done: Number(row.done),
-      cancelled: Number(row.cancelled),
-      dead: Number(row.dead),
-    }));
+    const result = await db.query<
+      Record<keyof Omit<QueueStats, 'queue' | 'paused'>, string> & { queue: string; paused: boolean }
+    >(this.sql.queueStats, [pinned(now)]);
+    return result.rows.map((row) => {
+      const stats: QueueStats = {
+        queue: row.queue,
+        scheduled: Number(row.scheduled),
+        available: Number(row.available),
+        running: Number(row.running),
+        done: Number(row.done),
+        cancelled: Number(row.cancelled),
+        dead: Number(row.dead),
+      };
+      if (row.paused) stats.paused = true;
+      return stats;
+    });
   }
 
   /** The SQL of the claim, for EXPLAIN in tests (parameters as {@link claim} passes them). */
   get claimSql(): string {
     return this.sql.claim;
+  }
+
+  /** The SQL of the in-transaction claim, for EXPLAIN in tests (same parameters). */
+  get claimInTransactionSql(): string {
+    return this.sql.claimInTransaction;
   }
 
   /** The SQL of next-run-at, for EXPLAIN in tests. */
@@ -477,6 +517,86 @@ function buildSql(s: string, channel: string) {
   const live = `('pending', 'running')`;
   const ms = (param: string) => `(${param}::double precision * interval '1 millisecond')`;
   const channelLiteral = `'${channel.replace(/'/g, "''")}'`;
+  const queues = `${s}.queues`;
+  /** True unless `queue` (an SQL expression) is paused: one probe of the tiny queues table. */
+  const notPaused = (queue: string) => `NOT EXISTS (SELECT 1 FROM ${queues} pq WHERE pq.name = ${queue} AND pq.paused)`;
+
+  /** The claim statement; `fast` refuses (claims nothing) when a recurring run is among the chosen. */
+  function claimStatement(mode: 'fast' | 'transaction'): string {
+    const result =
+      mode === 'fast'
+        ? `SELECT cl.*, b.needs_transaction
+      FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
+      ORDER BY cl.priority, cl.run_at, cl.id`
+        : 'SELECT * FROM claimed ORDER BY priority, run_at, id';
+    return `
+      WITH RECURSIVE ${pendingPairsCte(jobs, '$5')},
+      due AS (
+        SELECT c.id, c.priority, c.run_at, c.schedule_id, false AS lapsed
+        FROM pairs p CROSS JOIN LATERAL (
+          SELECT j.id, j.priority, j.run_at, j.schedule_id FROM ${jobs} j
+          WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.priority
+            AND j.run_at <= ${NOW}
+          ORDER BY j.run_at, j.id
+          LIMIT $3
+          FOR UPDATE SKIP LOCKED
+        ) c
+        WHERE ${notPaused('p.queue')}
+      ),
+      lapsed AS (
+        SELECT j.id, j.priority, j.run_at, j.schedule_id, true AS lapsed FROM ${jobs} j
+        WHERE j.state = 'running' AND j.lease_until <= ${NOW} AND j.attempts < j.max_attempts
+          AND ($5::text[] IS NULL OR j.queue = ANY($5::text[])) AND ${notPaused('j.queue')}
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+      ),
+      chosen AS (
+        SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) candidates
+        ORDER BY priority, run_at, id LIMIT $3
+      ),
+      scheduled AS (SELECT 1 FROM chosen WHERE schedule_id IS NOT NULL LIMIT 1),
+      exhausted AS (
+        DELETE FROM ${jobs} j
+        WHERE j.id IN (
+          SELECT x.id FROM ${jobs} x
+          WHERE x.state = 'running' AND x.lease_until <= ${NOW} AND x.attempts >= x.max_attempts
+            AND ($5::text[] IS NULL OR x.queue = ANY($5::text[])) AND ${notPaused('x.queue')}
+          ORDER BY x.lease_until
+          LIMIT greatest($3, ${MAX_PARKED_PER_CLAIM})
+          FOR UPDATE SKIP LOCKED
+        )
+        RETURNING j.*
+      ),
+      parked AS (
+        ${parkInsert(
+          dead,
+          'exhausted',
+          `m.errors || jsonb_build_array(${errorEntry(
+            'm.attempts',
+            `'${LEASE_EXPIRED_MESSAGE}; parked after ' || m.attempts || ' attempts'`,
+            `'lease_expired'`,
+            'NULL::text',
+          )})`,
+        )}
+        RETURNING id
+      ),
+      claimed AS (
+        UPDATE ${jobs} j
+        SET state = 'running',
+            lease_until = ${NOW} + ${ms('$4')},
+            lease_owner = $2,
+            token = j.token + 1,
+            attempts = j.attempts + 1,
+            errors = CASE WHEN c.lapsed
+                          THEN j.errors || jsonb_build_array(${errorEntry('j.attempts', `'${LEASE_EXPIRED_MESSAGE}'`, `'lease_expired'`, 'NULL::text')})
+                          ELSE j.errors END
+        FROM chosen c
+        WHERE j.id = c.id${mode === 'fast' ? ' AND NOT EXISTS (SELECT 1 FROM scheduled)' : ''}
+        RETURNING ${columnsOf('j')}
+      )
+      ${result}`;
+  }
 
   return {
     /**
@@ -542,8 +662,10 @@ function buildSql(s: string, channel: string) {
      * claim: leases up to $3 claimable jobs in one statement; no lock outlives it.
      * Params: $1 now?, $2 owner, $3 limit, $4 lease ms, $5 queues text[] (NULL = all).
      * Result: the claimed rows after the update (state running, new token and attempts), ordered
-     *   by priority, run_at, id.
-     * Plan: (1) loose index scan for the distinct (queue, priority) pairs of pending jobs;
+     *   by priority, run_at, id, each with `needs_transaction` false; or, when a chosen candidate
+     *   is a recurring run, no claim at all and one all-NULL row with `needs_transaction` true.
+     * Plan: (1) loose index scan for the distinct (queue, priority) pairs of pending jobs, less
+     * the paused queues (filtered per pair, so a paused queue's backlog is never walked);
      * (2) per pair, a bounded range scan `run_at <= now` in (run_at, id) order on the same index,
      * LIMIT $3, FOR UPDATE SKIP LOCKED, so future-dated rows are never read and rows another
      * claimer holds are skipped, not waited on; (3) lapsed leases from the small running index
@@ -554,72 +676,19 @@ function buildSql(s: string, channel: string) {
      * outside the limit: a poison job that kills its workers must not use up a claim of 1 and
      * starve the healthy jobs behind it.
      * Candidates beyond the final $3 stay locked only until this statement commits.
+     * Recurring runs: claiming one must insert the schedule's next run in the same transaction,
+     * which a single statement cannot plan (the policy is TypeScript). So this fast form claims
+     * nothing when any chosen candidate has a schedule_id, and says so; the caller then runs
+     * {@link claimInTransaction}. One-off jobs, the bulk of the traffic, stay one round trip.
      */
-    claim: `
-      WITH RECURSIVE ${pendingPairsCte(jobs, '$5')},
-      due AS (
-        SELECT c.id, c.priority, c.run_at, false AS lapsed
-        FROM pairs p CROSS JOIN LATERAL (
-          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
-          WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.priority
-            AND j.run_at <= ${NOW}
-          ORDER BY j.run_at, j.id
-          LIMIT $3
-          FOR UPDATE SKIP LOCKED
-        ) c
-      ),
-      lapsed AS (
-        SELECT j.id, j.priority, j.run_at, true AS lapsed FROM ${jobs} j
-        WHERE j.state = 'running' AND j.lease_until <= ${NOW} AND j.attempts < j.max_attempts
-          AND ($5::text[] IS NULL OR j.queue = ANY($5::text[]))
-        ORDER BY j.priority, j.run_at, j.id
-        LIMIT $3
-        FOR UPDATE SKIP LOCKED
-      ),
-      chosen AS (
-        SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) candidates
-        ORDER BY priority, run_at, id LIMIT $3
-      ),
-      exhausted AS (
-        DELETE FROM ${jobs} j
-        WHERE j.id IN (
-          SELECT x.id FROM ${jobs} x
-          WHERE x.state = 'running' AND x.lease_until <= ${NOW} AND x.attempts >= x.max_attempts
-            AND ($5::text[] IS NULL OR x.queue = ANY($5::text[]))
-          ORDER BY x.lease_until
-          LIMIT greatest($3, ${MAX_PARKED_PER_CLAIM})
-          FOR UPDATE SKIP LOCKED
-        )
-        RETURNING j.*
-      ),
-      parked AS (
-        ${parkInsert(
-          dead,
-          'exhausted',
-          `m.errors || jsonb_build_array(${errorEntry(
-            'm.attempts',
-            `'${LEASE_EXPIRED_MESSAGE}; parked after ' || m.attempts || ' attempts'`,
-            `'lease_expired'`,
-            'NULL::text',
-          )})`,
-        )}
-        RETURNING id
-      ),
-      claimed AS (
-        UPDATE ${jobs} j
-        SET state = 'running',
-            lease_until = ${NOW} + ${ms('$4')},
-            lease_owner = $2,
-            token = j.token + 1,
-            attempts = j.attempts + 1,
-            errors = CASE WHEN c.lapsed
-                          THEN j.errors || jsonb_build_array(${errorEntry('j.attempts', `'${LEASE_EXPIRED_MESSAGE}'`, `'lease_expired'`, 'NULL::text')})
-                          ELSE j.errors END
-        FROM chosen c
-        WHERE j.id = c.id
-        RETURNING ${columnsOf('j')}
-      )
-      SELECT * FROM claimed ORDER BY priority, run_at, id`,
+    claim: claimStatement('fast'),
+
+    /**
+     * claimInTransaction: the same claim for use inside BEGIN … COMMIT, recurring runs included;
+     * the caller plans their schedules before committing.
+     * Params: as claim. Result: the claimed rows, ordered by priority, run_at, id.
+     */
+    claimInTransaction: claimStatement('transaction'),
 
     /**
      * heartbeatMany: extends each lease that is still ours and still live.
@@ -738,7 +807,8 @@ function buildSql(s: string, channel: string) {
       DELETE FROM ${jobs} WHERE state IN ('done', 'cancelled') AND finished_at < $1::timestamptz`,
 
     /**
-     * nextRunAt: the earliest instant a live job becomes claimable, clamped to now.
+     * nextRunAt: the earliest instant a live job becomes claimable, clamped to now. Paused
+     * queues are left out: their due jobs would otherwise wake a sleeping worker in a busy loop.
      * Params: $1 now?, $2 queues text[] (NULL = all).
      * Result: next_run_at, NULL when no live job exists. Index lookups only: one probe per
      *   (queue, priority) pair for pending jobs (loose scan), and the head of the running index.
@@ -750,9 +820,11 @@ function buildSql(s: string, channel: string) {
           (SELECT min(e.run_at) FROM pairs p CROSS JOIN LATERAL (
              SELECT j.run_at FROM ${jobs} j
              WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.priority
-             ORDER BY j.run_at LIMIT 1) e),
+             ORDER BY j.run_at LIMIT 1) e
+           WHERE ${notPaused('p.queue')}),
           (SELECT min(j.lease_until) FROM ${jobs} j
-             WHERE j.state = 'running' AND ($2::text[] IS NULL OR j.queue = ANY($2::text[])))
+             WHERE j.state = 'running' AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+               AND ${notPaused('j.queue')})
         ) AS at
       )
       SELECT CASE WHEN at IS NULL THEN NULL ELSE greatest(at, ${NOW}) END AS next_run_at FROM earliest`,
@@ -760,7 +832,8 @@ function buildSql(s: string, channel: string) {
     /**
      * deadLetterRetry: moves a parked job back to jobs as pending, due now, attempts 0; id,
      * token and errors kept. Its idempotency key is dropped if a live job took it meanwhile
-     * (the unique index would otherwise refuse the move). Wakes listeners.
+     * (the unique index would otherwise refuse the move); likewise a recurring run drops its
+     * schedule_slot (keeping schedule_id) when another job holds that (schedule, slot). Wakes listeners.
      * Params: $1 now?, $2 id.
      * Result: the job row as now stored, or no row when the id is not parked.
      */
@@ -775,7 +848,11 @@ function buildSql(s: string, channel: string) {
                CASE WHEN EXISTS (SELECT 1 FROM ${jobs} o
                                  WHERE o.idempotency_key = m.idempotency_key AND o.state IN ${live})
                     THEN NULL ELSE m.idempotency_key END,
-               m.timeout_ms, m.schedule_id, m.schedule_slot, m.created_at, NULL
+               m.timeout_ms, m.schedule_id,
+               CASE WHEN EXISTS (SELECT 1 FROM ${jobs} o
+                                 WHERE o.schedule_id = m.schedule_id AND o.schedule_slot = m.schedule_slot)
+                    THEN NULL ELSE m.schedule_slot END,
+               m.created_at, NULL
         FROM moved m
         RETURNING ${JOB_COLUMNS.join(', ')}
       ),
@@ -797,7 +874,8 @@ function buildSql(s: string, channel: string) {
     /**
      * queueStats: counts by queue; scheduled/available/running are judged at now.
      * Params: $1 now?.
-     * Result: one row per queue that has any job in either table, ordered by queue.
+     * Result: one row per queue that has any job in either table or is paused, ordered by
+     *   queue, with its pause state.
      */
     queueStats: `
       WITH counts AS (
@@ -812,9 +890,13 @@ function buildSql(s: string, channel: string) {
         FROM ${jobs} GROUP BY queue
         UNION ALL
         SELECT queue, 0, 0, 0, 0, 0, count(*) FROM ${dead} GROUP BY queue
+        UNION ALL
+        SELECT name, 0, 0, 0, 0, 0, 0 FROM ${queues} WHERE paused
       )
-      SELECT queue, sum(scheduled) AS scheduled, sum(available) AS available, sum(running) AS running,
+      SELECT c.queue, coalesce(bool_or(q.paused), false) AS paused,
+             sum(scheduled) AS scheduled, sum(available) AS available, sum(running) AS running,
              sum(done) AS done, sum(cancelled) AS cancelled, sum(dead) AS dead
-      FROM counts GROUP BY queue ORDER BY queue`,
+      FROM counts c LEFT JOIN ${queues} q ON q.name = c.queue
+      GROUP BY c.queue ORDER BY c.queue`,
   };
 }

@@ -33,6 +33,9 @@ export interface PostgresMigration {
  * - `jobs_idempotency_key_idx`: unique among live jobs only, so a finished job frees its key.
  * - `jobs_schedule_slot_idx`: at most one job per (schedule, slot) for recurring schedules.
  * - `jobs_finished_idx`: pruning old done/cancelled records without a full scan.
+ *
+ * Version 2 adds `schedules` (one row per recurring schedule, with its progress) and `queues`
+ * (pause state per queue name; a queue without a row is not paused).
  */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
@@ -95,6 +98,47 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         parked_at       timestamptz NOT NULL
       );
       CREATE INDEX dead_jobs_parked_at_idx ON ${s}.dead_jobs (parked_at);
+    `,
+  },
+  {
+    version: 2,
+    name: 'recurring schedules and paused queues',
+    // jobs_schedule_slot_idx (version 1) already keeps one job per (schedule, slot).
+    sql: (s) => `
+      CREATE TABLE ${s}.schedules (
+        id                 text        PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 200),
+        cron               text        NOT NULL,
+        time_zone          text        NOT NULL,
+        kind               text        NOT NULL,
+        queue              text        NOT NULL,
+        -- text, not jsonb: the template round-trips exactly as the caller's JSON (jsonb reorders keys).
+        payload_json       text        NOT NULL,
+        priority           smallint    NOT NULL,
+        max_attempts       integer     NOT NULL,
+        retry_policy       jsonb       NOT NULL,
+        timeout_ms         integer,
+        jitter_ms          integer     NOT NULL CHECK (jitter_ms >= 0),
+        jitter_mode        text        NOT NULL CHECK (jitter_mode IN ('stable', 'per_occurrence')),
+        misfire_policy     text        NOT NULL CHECK (misfire_policy IN ('skip', 'run_once', 'catch_up')),
+        catch_up_window_ms bigint      NOT NULL,
+        max_catch_up_runs  integer     NOT NULL,
+        paused             boolean     NOT NULL DEFAULT false,
+        -- The latest slot that ever got a job; only moves forward, so no slot is planned twice.
+        last_slot_at       timestamptz,
+        -- The pending next run, denormalised for listing; NULL while paused.
+        next_slot_at       timestamptz,
+        next_run_at        timestamptz,
+        created_at         timestamptz NOT NULL,
+        updated_at         timestamptz NOT NULL
+      );
+
+      -- Paused queues: claims skip a queue whose row says paused. Rows stay after a resume.
+      CREATE TABLE ${s}.queues (
+        name      text        PRIMARY KEY,
+        paused    boolean     NOT NULL DEFAULT false,
+        paused_at timestamptz,
+        CHECK (paused = (paused_at IS NOT NULL))
+      );
     `,
   },
 ];

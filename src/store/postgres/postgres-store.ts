@@ -4,12 +4,27 @@
  * workers claim different rows without waiting on each other and no lock outlives the call.
  *
  * Durability: the pool keeps PostgreSQL's default `synchronous_commit = on`, and every write is a
- * single autocommitted statement, so a resolved call means a committed (WAL-flushed) row.
+ * single autocommitted statement or one explicit transaction, so a resolved call means a
+ * committed (WAL-flushed) row.
+ *
+ * Recurring runs: a claim that hands out a schedule's latest run inserts the next run in the same
+ * transaction. The common claim stays one autocommitted statement: it claims nothing when a
+ * recurring run is among its candidates, and only then is the claim repeated inside
+ * BEGIN … COMMIT with the schedule rows locked and planned (see {@link PostgresStore.jobClaim}).
  */
 import pg from 'pg';
 import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
+import { validateQueue } from '../../job/job-spec.js';
+import type { Schedule } from '../../schedule/schedule.js';
 import type { OpenStoreOptions } from '../open-store.js';
+import {
+  advanceSchedule,
+  assertPlannableSpec,
+  decideClaimedRun,
+  type ScheduleAdvance,
+  timingChanged,
+} from '../schedule-plan.js';
 import type {
   AtTime,
   CancelOutcome,
@@ -30,8 +45,15 @@ import type {
   JobReleaseParams,
   JobSubmitParams,
   NextRunAtParams,
+  QueueNameParams,
+  QueueState,
   QueueStats,
   ReleaseOutcome,
+  ScheduleIdParams,
+  ScheduleListParams,
+  ScheduleRepairParams,
+  ScheduleUpsertParams,
+  ScheduleUpsertResult,
   Store,
   StoreCapabilities,
   SubmitResult,
@@ -39,6 +61,7 @@ import type {
 } from '../store.js';
 import { PostgresJobQueries, type Queryable, wakeChannel } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
+import { PostgresScheduleQueries } from './schedule-queries.js';
 import { WakeUpListener } from './wake-up-listener.js';
 
 /** Options for {@link PostgresStore.open}, beyond the shared store options. */
@@ -95,6 +118,7 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   private readonly connection: pg.ClientConfig;
   private readonly queries: PostgresJobQueries;
+  private readonly schedules: PostgresScheduleQueries;
   private readonly wakeHorizonMs: number;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
   private listener: WakeUpListener | null = null;
@@ -106,6 +130,7 @@ export class PostgresStore implements Store {
     this.connection = connection;
     this.schema = schema;
     this.queries = new PostgresJobQueries(schema);
+    this.schedules = new PostgresScheduleQueries(schema, wakeChannel(schema));
     this.wakeHorizonMs = wakeHorizonMs;
   }
 
@@ -161,8 +186,42 @@ export class PostgresStore implements Store {
     return this.queries.submit(this.pool, params, this.wakeHorizonMs);
   }
 
-  jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
-    return this.queries.claim(this.pool, params);
+  /**
+   * Claims in one statement unless a recurring run is among the candidates; then claims again in
+   * a transaction that also locks those runs' schedules (in id order), plans each schedule whose
+   * latest run was claimed with the database's now, inserts the next runs and commits, so the
+   * claim and the next run are one atomic step. A repeated plan inserts nothing (unique key).
+   */
+  async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
+    const fast = await this.queries.claimOrDefer(this.pool, params);
+    if (!fast.needsTransaction) return fast.jobs;
+    return this.inTransaction(async (client) => {
+      const jobs = await this.queries.claimInTransaction(client, params);
+      const runs = jobs
+        .filter((job) => job.scheduleId !== null)
+        .sort((a, b) => (a.scheduleSlot?.getTime() ?? 0) - (b.scheduleSlot?.getTime() ?? 0));
+      if (runs.length === 0) return jobs;
+      const locked = await this.schedules.lock(client, [...new Set(runs.map((job) => job.scheduleId as string))]);
+      const byId = new Map(locked.map((schedule) => [schedule.id, schedule]));
+      const now = await this.schedules.now(client, params.now);
+      const advances: ScheduleAdvance[] = [];
+      const dropped = new Set<string>();
+      for (const job of runs) {
+        const schedule = byId.get(job.scheduleId as string) ?? null;
+        const decision = decideClaimedRun(
+          { schedule, slot: job.scheduleSlot, attempts: job.attempts, errorCount: job.errors.length },
+          now,
+        );
+        if (decision.action === 'drop') dropped.add(job.id);
+        if (decision.action !== 'plan' || schedule === null) continue;
+        advances.push(decision.advance);
+        // A later run of the same schedule in this batch must see the schedule as now advanced.
+        byId.set(schedule.id, { ...schedule, lastSlotAt: decision.advance.lastSlotAt ?? schedule.lastSlotAt });
+      }
+      await this.schedules.apply(client, advances, now, this.wakeHorizonMs);
+      await this.schedules.deleteJobs(client, [...dropped]);
+      return jobs.filter((job) => !dropped.has(job.id));
+    });
   }
 
   async jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null> {
@@ -232,6 +291,141 @@ export class PostgresStore implements Store {
 
   queueStats(params?: AtTime): Promise<QueueStats[]> {
     return this.queries.queueStats(this.pool, params?.now);
+  }
+
+  async queuePause(params: QueueNameParams): Promise<QueueState> {
+    return this.schedules.queuePause(this.pool, validateQueue(params.name, 'name'), params.now);
+  }
+
+  async queueResume(params: QueueNameParams): Promise<QueueState> {
+    return this.schedules.queueResume(this.pool, validateQueue(params.name, 'name'));
+  }
+
+  queueList(): Promise<QueueState[]> {
+    return this.schedules.queueList(this.pool);
+  }
+
+  async scheduleUpsert(params: ScheduleUpsertParams): Promise<ScheduleUpsertResult> {
+    const { spec } = params;
+    // Before any SQL: a bad spec writes nothing.
+    assertPlannableSpec(spec);
+    return this.inTransaction(async (client) => {
+      const now = await this.schedules.now(client, params.now);
+      // Insert-or-lock: a schedule deleted between the two steps by another caller is retried once.
+      for (let round = 0; round < 2; round++) {
+        const inserted = await this.schedules.insert(client, spec, now);
+        if (inserted) {
+          if (spec.paused) return { schedule: inserted, created: true };
+          // Starts afresh at now: nothing before its creation counts as missed.
+          const [planned] = await this.schedules.apply(
+            client,
+            [advanceSchedule(spec, now, now, false)],
+            now,
+            this.wakeHorizonMs,
+          );
+          return { schedule: planned ?? inserted, created: true };
+        }
+        const [before] = await this.schedules.lock(client, [spec.id]);
+        if (!before) continue;
+        const replaced = (await this.schedules.replace(client, spec, now)) as Schedule;
+        if (spec.paused) {
+          await this.schedules.deleteUnstartedRuns(client, spec.id);
+          return { schedule: (await this.schedules.setPaused(client, spec.id, true, now)) ?? replaced, created: false };
+        }
+        if (!before.paused && !timingChanged(before, spec)) return { schedule: replaced, created: false };
+        await this.schedules.deleteUnstartedRuns(client, spec.id);
+        const [planned] = await this.schedules.apply(
+          client,
+          [advanceSchedule(spec, now, now, false)],
+          now,
+          this.wakeHorizonMs,
+        );
+        return { schedule: planned ?? replaced, created: false };
+      }
+      throw new Error(`scheduleUpsert(${spec.id}): the schedule was deleted and re-created concurrently; try again`);
+    });
+  }
+
+  scheduleGet(params: { id: string }): Promise<Schedule | null> {
+    return this.schedules.get(this.pool, params.id);
+  }
+
+  scheduleList(params: ScheduleListParams): Promise<Schedule[]> {
+    return this.schedules.list(this.pool, params);
+  }
+
+  schedulePause(params: ScheduleIdParams): Promise<Schedule | null> {
+    return this.inTransaction(async (client) => {
+      const [schedule] = await this.schedules.lock(client, [params.id]);
+      if (!schedule || schedule.paused) return schedule ?? null;
+      const now = await this.schedules.now(client, params.now);
+      await this.schedules.deleteUnstartedRuns(client, params.id);
+      return this.schedules.setPaused(client, params.id, true, now);
+    });
+  }
+
+  scheduleResume(params: ScheduleIdParams): Promise<Schedule | null> {
+    return this.inTransaction(async (client) => {
+      const [schedule] = await this.schedules.lock(client, [params.id]);
+      if (!schedule?.paused) return schedule ?? null;
+      const now = await this.schedules.now(client, params.now);
+      const resumed = (await this.schedules.setPaused(client, params.id, false, now)) as Schedule;
+      // Planned from now: slots that passed while paused are not misfires and never run.
+      const [planned] = await this.schedules.apply(
+        client,
+        [advanceSchedule(resumed, now, now, false)],
+        now,
+        this.wakeHorizonMs,
+      );
+      return planned ?? resumed;
+    });
+  }
+
+  scheduleDelete(params: { id: string }): Promise<boolean> {
+    return this.inTransaction(async (client) => {
+      if (!(await this.schedules.delete(client, params.id))) return false;
+      await this.schedules.deleteUnstartedRuns(client, params.id);
+      return true;
+    });
+  }
+
+  scheduleRepair(params: ScheduleRepairParams = {}): Promise<number> {
+    const limit = params.limit ?? 100;
+    return this.inTransaction(async (client) => {
+      const candidates = await this.schedules.lockBroken(client, limit);
+      if (candidates.length === 0) return 0;
+      const broken = await this.schedules.stillBroken(
+        client,
+        candidates.map((schedule) => schedule.id),
+      );
+      const now = await this.schedules.now(client, params.now);
+      const advances = candidates
+        .filter((schedule) => broken.has(schedule.id))
+        // From the last slot: the slots since are misfires, which the schedule's policy decides.
+        .map((schedule) => advanceSchedule(schedule, schedule.lastSlotAt as Date, now, false));
+      await this.schedules.apply(client, advances, now, this.wakeHorizonMs);
+      return advances.filter((advance) => advance.runs.length > 0).length;
+    });
+  }
+
+  /** Runs `fn` on one pooled client inside BEGIN … COMMIT; rolls back on any error. */
+  private async inTransaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // A connection that cannot even roll back is discarded rather than returned to the pool.
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
   }
 
   /**

@@ -13,6 +13,9 @@
 /** Live states: the jobs a claim may hand out once due. Spelt out in SQL so partial indexes match. */
 const LIVE = `state IN ('pending', 'running')`;
 
+/** True unless the row's queue is paused (a probe of the tiny queues table). */
+const NOT_PAUSED = `queue NOT IN (SELECT name FROM queues WHERE paused = 1)`;
+
 /** Columns both tables share, in one order, for moving rows between them. */
 const COMMON_COLUMNS = `id, kind, queue, payload, priority, run_at, lease_owner, token, attempts, max_attempts,
   retry_policy, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at`;
@@ -92,7 +95,7 @@ export const JOB_DUE_PENDING = `
 export const JOB_LAPSED_EXHAUSTED = `
   SELECT id, attempts FROM jobs
   WHERE state = 'running' AND lease_until <= :now AND attempts >= max_attempts
-    AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))`;
+    AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues))) AND ${NOT_PAUSED}`;
 
 /**
  * Running jobs whose lease lapsed (their worker crashed or stalled), in claim order: a range
@@ -105,7 +108,7 @@ export const JOB_LAPSED_EXHAUSTED = `
 export const JOB_LAPSED = `
   SELECT id, priority, run_at FROM jobs
   WHERE state = 'running' AND lease_until <= :now
-    AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+    AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues))) AND ${NOT_PAUSED}
   ORDER BY priority, run_at, id LIMIT :limit`;
 
 /**
@@ -265,18 +268,21 @@ export const JOB_FIRST_PENDING_RUN_AT = `
   ORDER BY run_at LIMIT 1`;
 
 /**
- * The earliest lease end among running jobs (when a lapsed lease makes a job due again).
+ * The earliest lease end among running jobs (when a lapsed lease makes a job due again), paused
+ * queues left out (their jobs must not wake a worker that cannot claim them).
  * Parameters: :queues (JSON array or NULL for all). Result: { lease_until } or nothing.
  */
 export const JOB_NEXT_LEASE_END = `
   SELECT lease_until FROM jobs
   WHERE state = 'running' AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+    AND ${NOT_PAUSED}
   ORDER BY lease_until LIMIT 1`;
 
 /**
  * Moves a parked job back into jobs: pending, due now, attempts 0; id, token and errors kept.
  * Its idempotency key is dropped when a live job took the key meanwhile (the unique index would
- * refuse the move otherwise), exactly as in the PostgreSQL twin.
+ * refuse the move otherwise), and a recurring run drops its schedule_slot (keeping schedule_id)
+ * when another job holds that (schedule, slot), exactly as in the PostgreSQL twin.
  * Parameters: :id, :now. Result: changes = 1 when the job was parked (DEAD_DELETE follows).
  * PostgreSQL: one statement with a DELETE … RETURNING CTE.
  */
@@ -286,7 +292,10 @@ export const DEAD_RETRY = `
     d.retry_policy,
     CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.idempotency_key = d.idempotency_key AND o.state IN ('pending', 'running'))
       THEN NULL ELSE d.idempotency_key END,
-    d.timeout_ms, d.schedule_id, d.schedule_slot, d.created_at,
+    d.timeout_ms, d.schedule_id,
+    CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.schedule_id = d.schedule_id AND o.schedule_slot = d.schedule_slot)
+      THEN NULL ELSE d.schedule_slot END,
+    d.created_at,
     'pending', NULL, d.errors, NULL
   FROM dead_jobs d WHERE d.id = :id`;
 
@@ -305,12 +314,13 @@ export const DEAD_PURGE = `
 
 /**
  * Counts by queue and state. `running` is a live lease by :now; a lapsed one counts as available.
+ * Paused queues appear even when empty, with paused = 1.
  * Parameters: :now. Result: one row per queue, by name. A full scan of both tables: a dashboard
  * query, never on the claim path.
  * PostgreSQL: identical with FILTER clauses.
  */
 export const QUEUE_STATS = `
-  SELECT queue,
+  SELECT queue, EXISTS (SELECT 1 FROM queues q WHERE q.name = queue AND q.paused = 1) AS paused,
     SUM(scheduled) AS scheduled, SUM(available) AS available, SUM(running) AS running,
     SUM(done) AS done, SUM(cancelled) AS cancelled, SUM(dead) AS dead
   FROM (
@@ -324,5 +334,7 @@ export const QUEUE_STATS = `
     FROM jobs
     UNION ALL
     SELECT queue, 0, 0, 0, 0, 0, 1 FROM dead_jobs
+    UNION ALL
+    SELECT name, 0, 0, 0, 0, 0, 0 FROM queues WHERE paused = 1
   )
   GROUP BY queue ORDER BY queue`;

@@ -106,6 +106,47 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX dead_jobs_parked_at ON dead_jobs (parked_at);
     `,
   },
+  {
+    version: 2,
+    name: 'recurring schedules and paused queues',
+    sql: `
+      -- One row per recurring schedule: its definition and its progress. jobs_schedule_slot
+      -- (version 1) keeps one job per (schedule, slot). Columns match the PostgreSQL twin.
+      CREATE TABLE schedules (
+        id TEXT PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 200),
+        cron TEXT NOT NULL,
+        time_zone TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        payload_json TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        max_attempts INTEGER NOT NULL,
+        retry_policy TEXT NOT NULL,
+        timeout_ms INTEGER,
+        jitter_ms INTEGER NOT NULL CHECK (jitter_ms >= 0),
+        jitter_mode TEXT NOT NULL CHECK (jitter_mode IN ('stable', 'per_occurrence')),
+        misfire_policy TEXT NOT NULL CHECK (misfire_policy IN ('skip', 'run_once', 'catch_up')),
+        catch_up_window_ms INTEGER NOT NULL,
+        max_catch_up_runs INTEGER NOT NULL,
+        paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+        -- The latest slot that ever got a job; only moves forward, so no slot is planned twice.
+        last_slot_at INTEGER,
+        -- The pending next run, denormalised for listing; NULL while paused.
+        next_slot_at INTEGER,
+        next_run_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+
+      -- Paused queues: claims skip a queue whose row says paused. Rows stay after a resume.
+      CREATE TABLE queues (
+        name TEXT PRIMARY KEY,
+        paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+        paused_at INTEGER,
+        CHECK ((paused = 1) = (paused_at IS NOT NULL))
+      ) STRICT;
+    `,
+  },
 ];
 
 /**

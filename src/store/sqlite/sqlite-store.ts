@@ -15,6 +15,9 @@
  * lose the last commits before the next checkpoint; `synchronous: 'full'` closes that gap at the
  * cost of an fsync per commit.
  *
+ * Recurring runs: a claim that hands out a schedule's latest run plans and inserts the next run
+ * inside the same IMMEDIATE transaction, so the claim and its successor commit together.
+ *
  * Wake-ups: no cross-process notification exists, so capabilities say listenNotify: false and
  * other processes find work by polling; in-process subscribers hear of submits, retries and
  * releases due within {@link WAKE_UP_HORIZON_MS}.
@@ -23,7 +26,16 @@ import Database from 'better-sqlite3';
 import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job, JobState } from '../../job/job.js';
 import { JOB_STATES } from '../../job/job.js';
+import { validateQueue } from '../../job/job-spec.js';
+import type { Schedule } from '../../schedule/schedule.js';
 import type { OpenStoreOptions } from '../open-store.js';
+import {
+  advanceSchedule,
+  assertPlannableSpec,
+  decideClaimedRun,
+  type ScheduleAdvance,
+  timingChanged,
+} from '../schedule-plan.js';
 import type {
   CancelOutcome,
   CompleteOutcome,
@@ -44,8 +56,15 @@ import type {
   JobReleaseParams,
   JobSubmitParams,
   NextRunAtParams,
+  QueueNameParams,
+  QueueState,
   QueueStats,
   ReleaseOutcome,
+  ScheduleIdParams,
+  ScheduleListParams,
+  ScheduleRepairParams,
+  ScheduleUpsertParams,
+  ScheduleUpsertResult,
   Store,
   StoreCapabilities,
   SubmitResult,
@@ -54,6 +73,8 @@ import type {
 import * as sql from './job-queries.js';
 import { attemptErrorJson, type JobRow, rowToJob } from './job-row.js';
 import { runSqliteMigrations } from './migrations.js';
+import * as scheduleSql from './schedule-queries.js';
+import { type QueueRow, rowToQueueState, rowToSchedule, type ScheduleRow, scheduleParams } from './schedule-queries.js';
 
 /** Options for {@link SqliteStore.open}. */
 export interface SqliteStoreOptions extends OpenStoreOptions {
@@ -257,7 +278,7 @@ export class SqliteStore implements Store {
     if (params.limit === 0) return [];
     const leaseMs = positiveMs('leaseMs', params.leaseMs);
     if (params.queues !== undefined && params.queues.length === 0) return [];
-    return this.write(() => {
+    const claimed = this.write(() => {
       const nowMs = this.clock(params.now);
       const queues = params.queues === undefined ? null : JSON.stringify(params.queues);
       // Every job in these queues whose last allowed attempt vanished without a result is parked
@@ -273,7 +294,7 @@ export class SqliteStore implements Store {
         });
       }
       const candidates = this.claimCandidates(nowMs, params.limit, params.queues);
-      if (candidates.length === 0) return [];
+      if (candidates.length === 0) return { jobs: [], earliestMs: null, nowMs };
       const rows = this.stmt.claimMany.all({
         ids: JSON.stringify(candidates.map((candidate) => candidate.id)),
         now: nowMs,
@@ -282,8 +303,76 @@ export class SqliteStore implements Store {
         message: LEASE_EXPIRED_MESSAGE,
       });
       if (rows.length !== candidates.length) throw new Error('claim candidates vanished inside their transaction');
-      return rows.sort(claimOrder).map((row) => rowToJob(row) as ClaimedJob);
+      const jobs = rows.sort(claimOrder).map((row) => rowToJob(row) as ClaimedJob);
+      const planned = this.planClaimedRuns(jobs, nowMs);
+      return { jobs: planned.jobs, earliestMs: planned.earliestMs, nowMs };
     });
+    this.notify(claimed.earliestMs, claimed.nowMs);
+    return claimed.jobs;
+  }
+
+  /**
+   * The design's rule, inside the claim's transaction: for each claimed recurring run that is its
+   * schedule's latest, plan the next run(s) with the transaction's now and insert them. Runs whose
+   * schedule was paused or deleted and that never started are deleted instead of handed out (the
+   * PostgreSQL twin needs this for a race; here it keeps the two stores' rules identical).
+   */
+  private planClaimedRuns(jobs: ClaimedJob[], nowMs: number): { jobs: ClaimedJob[]; earliestMs: number | null } {
+    const runs = jobs
+      .filter((job) => job.scheduleId !== null)
+      .sort((a, b) => (a.scheduleSlot?.getTime() ?? 0) - (b.scheduleSlot?.getTime() ?? 0));
+    if (runs.length === 0) return { jobs, earliestMs: null };
+    const now = new Date(nowMs);
+    const byId = new Map<string, Schedule | null>();
+    const advances: ScheduleAdvance[] = [];
+    const dropped = new Set<string>();
+    for (const job of runs) {
+      const id = job.scheduleId as string;
+      if (!byId.has(id)) {
+        const row = this.stmt.scheduleGet.get({ id });
+        byId.set(id, row ? rowToSchedule(row) : null);
+      }
+      const schedule = byId.get(id) ?? null;
+      const decision = decideClaimedRun(
+        { schedule, slot: job.scheduleSlot, attempts: job.attempts, errorCount: job.errors.length },
+        now,
+      );
+      if (decision.action === 'drop') dropped.add(job.id);
+      if (decision.action !== 'plan' || schedule === null) continue;
+      advances.push(decision.advance);
+      byId.set(id, { ...schedule, lastSlotAt: decision.advance.lastSlotAt ?? schedule.lastSlotAt });
+    }
+    for (const id of dropped) this.stmt.delete.run({ id: Number(id) });
+    const earliestMs = this.applyAdvances(advances, nowMs);
+    return { jobs: jobs.filter((job) => !dropped.has(job.id)), earliestMs };
+  }
+
+  /**
+   * Inserts planned runs (a slot that has a job already is skipped by the unique index) and moves
+   * each schedule's progress columns; inside a write transaction. Returns the earliest inserted
+   * run time, for the wake-up after commit.
+   */
+  private applyAdvances(advances: readonly ScheduleAdvance[], nowMs: number): number | null {
+    let earliestMs: number | null = null;
+    for (const advance of advances) {
+      for (const run of advance.runs) {
+        const inserted = this.stmt.scheduleInsertRun.get({
+          id: advance.scheduleId,
+          slot: run.slot.getTime(),
+          run_at: run.runAt.getTime(),
+          now: nowMs,
+        });
+        if (inserted && (earliestMs === null || inserted.run_at < earliestMs)) earliestMs = inserted.run_at;
+      }
+      this.stmt.scheduleAdvance.run({
+        id: advance.scheduleId,
+        last_slot_at: advance.lastSlotAt?.getTime() ?? null,
+        next_slot_at: advance.nextSlotAt?.getTime() ?? null,
+        next_run_at: advance.nextRunAt?.getTime() ?? null,
+        now: nowMs,
+      });
+    }
+    return earliestMs;
   }
 
   /**
@@ -307,8 +396,9 @@ export class SqliteStore implements Store {
     return candidates.sort(claimOrder).slice(0, limit);
   }
 
-  /** The distinct (queue, priority) pairs holding pending jobs, one index seek each. */
+  /** The distinct (queue, priority) pairs holding pending jobs in queues not paused, one index seek each. */
   private pendingPairs(queues: readonly string[] | undefined): { queue: string; priority: number }[] {
+    const paused = new Set(this.stmt.queuePausedNames.all() as string[]);
     const queueNames: string[] = [];
     if (queues === undefined) {
       for (let after = ''; ; ) {
@@ -322,6 +412,8 @@ export class SqliteStore implements Store {
     }
     const pairs: { queue: string; priority: number }[] = [];
     for (const queue of queueNames) {
+      // A paused queue's backlog is never walked: claims and next-run-at skip it.
+      if (paused.has(queue)) continue;
       for (let after = Number.MIN_SAFE_INTEGER; ; ) {
         const priority = this.stmt.pendingNextPriority.get({ queue, after }) as number | undefined;
         if (priority === undefined) break;
@@ -523,16 +615,145 @@ export class SqliteStore implements Store {
   async queueStats(params: { now?: Date | undefined } = {}): Promise<QueueStats[]> {
     return this.read(() => {
       const nowMs = this.clock(params.now);
-      return this.stmt.queueStats.all({ now: nowMs }).map((row) => ({
-        queue: row.queue,
-        scheduled: Number(row.scheduled),
-        available: Number(row.available),
-        running: Number(row.running),
-        done: Number(row.done),
-        cancelled: Number(row.cancelled),
-        dead: Number(row.dead),
-      }));
+      return this.stmt.queueStats.all({ now: nowMs }).map((row) => {
+        const stats: QueueStats = {
+          queue: row.queue,
+          scheduled: Number(row.scheduled),
+          available: Number(row.available),
+          running: Number(row.running),
+          done: Number(row.done),
+          cancelled: Number(row.cancelled),
+          dead: Number(row.dead),
+        };
+        if (Number(row.paused) === 1) stats.paused = true;
+        return stats;
+      });
     });
+  }
+
+  async queuePause(params: QueueNameParams): Promise<QueueState> {
+    const name = validateQueue(params.name, 'name');
+    return this.write(() => {
+      const row = this.stmt.queuePause.get({ name, now: this.clock(params.now) });
+      return rowToQueueState(row as QueueRow);
+    });
+  }
+
+  async queueResume(params: QueueNameParams): Promise<QueueState> {
+    const name = validateQueue(params.name, 'name');
+    const { state, nowMs } = this.write(() => ({
+      state: rowToQueueState(this.stmt.queueResume.get({ name }) as QueueRow),
+      nowMs: this.clock(params.now),
+    }));
+    // Its due jobs are claimable at once.
+    this.notify(nowMs, nowMs);
+    return state;
+  }
+
+  async queueList(): Promise<QueueState[]> {
+    return this.stmt.queueList.all().map(rowToQueueState);
+  }
+
+  async scheduleUpsert(params: ScheduleUpsertParams): Promise<ScheduleUpsertResult> {
+    const { spec } = params;
+    assertPlannableSpec(spec);
+    const { result, earliestMs, nowMs } = this.write(() => {
+      const nowMs = this.clock(params.now);
+      const now = new Date(nowMs);
+      const values = scheduleParams(spec, nowMs);
+      const inserted = this.stmt.scheduleInsert.get(values);
+      if (inserted) {
+        if (spec.paused)
+          return { result: { schedule: rowToSchedule(inserted), created: true }, earliestMs: null, nowMs };
+        // Starts afresh at now: nothing before its creation counts as missed.
+        const earliestMs = this.applyAdvances([advanceSchedule(spec, now, now, false)], nowMs);
+        return { result: { schedule: this.mustGetSchedule(spec.id), created: true }, earliestMs, nowMs };
+      }
+      const before = rowToSchedule(this.stmt.scheduleGet.get({ id: spec.id }) as ScheduleRow);
+      this.stmt.scheduleReplace.run(values);
+      let earliestMs: number | null = null;
+      if (spec.paused) {
+        this.stmt.scheduleDeleteUnstartedRuns.run({ id: spec.id });
+        this.stmt.scheduleSetPaused.run({ id: spec.id, paused: 1, now: nowMs });
+      } else if (before.paused || timingChanged(before, spec)) {
+        this.stmt.scheduleDeleteUnstartedRuns.run({ id: spec.id });
+        earliestMs = this.applyAdvances([advanceSchedule(spec, now, now, false)], nowMs);
+      }
+      return { result: { schedule: this.mustGetSchedule(spec.id), created: false }, earliestMs, nowMs };
+    });
+    this.notify(earliestMs, nowMs);
+    return result;
+  }
+
+  async scheduleGet(params: { id: string }): Promise<Schedule | null> {
+    const row = this.stmt.scheduleGet.get({ id: params.id });
+    return row ? rowToSchedule(row) : null;
+  }
+
+  async scheduleList(params: ScheduleListParams): Promise<Schedule[]> {
+    const rows = this.stmt.scheduleList.all({
+      after_id: params.afterId ?? '',
+      paused: params.paused === undefined ? null : params.paused ? 1 : 0,
+      limit: pageSize(params.limit),
+    });
+    return rows.map(rowToSchedule);
+  }
+
+  async schedulePause(params: ScheduleIdParams): Promise<Schedule | null> {
+    return this.write(() => {
+      const row = this.stmt.scheduleGet.get({ id: params.id });
+      if (!row || row.paused === 1) return row ? rowToSchedule(row) : null;
+      this.stmt.scheduleDeleteUnstartedRuns.run({ id: params.id });
+      this.stmt.scheduleSetPaused.run({ id: params.id, paused: 1, now: this.clock(params.now) });
+      return this.mustGetSchedule(params.id);
+    });
+  }
+
+  async scheduleResume(params: ScheduleIdParams): Promise<Schedule | null> {
+    const result = this.write(() => {
+      const row = this.stmt.scheduleGet.get({ id: params.id });
+      if (!row || row.paused === 0) return { schedule: row ? rowToSchedule(row) : null, earliestMs: null, nowMs: 0 };
+      const nowMs = this.clock(params.now);
+      const now = new Date(nowMs);
+      this.stmt.scheduleSetPaused.run({ id: params.id, paused: 0, now: nowMs });
+      // Planned from now: slots that passed while paused are not misfires and never run.
+      const earliestMs = this.applyAdvances([advanceSchedule(rowToSchedule(row), now, now, false)], nowMs);
+      return { schedule: this.mustGetSchedule(params.id), earliestMs, nowMs };
+    });
+    this.notify(result.earliestMs, result.nowMs);
+    return result.schedule;
+  }
+
+  async scheduleDelete(params: { id: string }): Promise<boolean> {
+    return this.write(() => {
+      if (this.stmt.scheduleDelete.run({ id: params.id }).changes === 0) return false;
+      this.stmt.scheduleDeleteUnstartedRuns.run({ id: params.id });
+      return true;
+    });
+  }
+
+  async scheduleRepair(params: ScheduleRepairParams = {}): Promise<number> {
+    const limit = params.limit ?? 100;
+    const { repaired, earliestMs, nowMs } = this.write(() => {
+      const nowMs = this.clock(params.now);
+      const now = new Date(nowMs);
+      // From the last slot: the slots since are misfires, which each schedule's policy decides.
+      const advances = this.stmt.scheduleBroken
+        .all({ limit })
+        .map(rowToSchedule)
+        .map((schedule) => advanceSchedule(schedule, schedule.lastSlotAt as Date, now, false));
+      const earliestMs = this.applyAdvances(advances, nowMs);
+      return { repaired: advances.filter((advance) => advance.runs.length > 0).length, earliestMs, nowMs };
+    });
+    this.notify(earliestMs, nowMs);
+    return repaired;
+  }
+
+  /** A schedule that must exist (read back inside the transaction that wrote it). */
+  private mustGetSchedule(id: string): Schedule {
+    const row = this.stmt.scheduleGet.get({ id });
+    if (!row) throw new Error(`schedule ${id} vanished inside its own transaction`);
+    return rowToSchedule(row);
   }
 
   async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
@@ -584,7 +805,21 @@ function prepareStatements(db: Database.Database) {
     deadRetry: db.prepare(sql.DEAD_RETRY),
     deadDelete: db.prepare(sql.DEAD_DELETE),
     deadPurge: db.prepare(sql.DEAD_PURGE),
-    queueStats: db.prepare<{ now: number }, Omit<QueueStats, never>>(sql.QUEUE_STATS),
+    queueStats: db.prepare<{ now: number }, Omit<QueueStats, 'paused'> & { paused: number }>(sql.QUEUE_STATS),
+    scheduleInsert: db.prepare<Record<string, unknown>, ScheduleRow>(scheduleSql.SCHEDULE_INSERT),
+    scheduleReplace: db.prepare<Record<string, unknown>, ScheduleRow>(scheduleSql.SCHEDULE_REPLACE),
+    scheduleGet: db.prepare<{ id: string }, ScheduleRow>(scheduleSql.SCHEDULE_GET),
+    scheduleList: db.prepare<Record<string, unknown>, ScheduleRow>(scheduleSql.SCHEDULE_LIST),
+    scheduleSetPaused: db.prepare<Record<string, unknown>, ScheduleRow>(scheduleSql.SCHEDULE_SET_PAUSED),
+    scheduleDelete: db.prepare<{ id: string }>(scheduleSql.SCHEDULE_DELETE),
+    scheduleDeleteUnstartedRuns: db.prepare<{ id: string }>(scheduleSql.SCHEDULE_DELETE_UNSTARTED_RUNS),
+    scheduleInsertRun: db.prepare<Record<string, unknown>, { run_at: number }>(scheduleSql.SCHEDULE_INSERT_RUN),
+    scheduleAdvance: db.prepare<Record<string, unknown>, ScheduleRow>(scheduleSql.SCHEDULE_ADVANCE),
+    scheduleBroken: db.prepare<{ limit: number }, ScheduleRow>(scheduleSql.SCHEDULE_BROKEN),
+    queuePause: db.prepare<{ name: string; now: number }, QueueRow>(scheduleSql.QUEUE_PAUSE),
+    queueResume: db.prepare<{ name: string }, QueueRow>(scheduleSql.QUEUE_RESUME),
+    queueList: db.prepare<[], QueueRow>(scheduleSql.QUEUE_LIST),
+    queuePausedNames: db.prepare(scheduleSql.QUEUE_PAUSED_NAMES).pluck(),
   };
 }
 

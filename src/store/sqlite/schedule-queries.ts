@@ -1,0 +1,243 @@
+/**
+ * The SQLite store's SQL for recurring schedules and paused queues, each statement headed by its
+ * purpose, parameters and result and by how it differs from its PostgreSQL twin
+ * (src/store/postgres/schedule-queries.ts), plus the one place schedule rows become
+ * {@link Schedule}s.
+ *
+ * Every write runs inside SqliteStore's BEGIN IMMEDIATE transaction, so schedule operations and
+ * claims are serial: no row locks, no SKIP LOCKED, and a check-then-write never races.
+ */
+import type { RetryPolicy } from '../../job/job.js';
+import type { JitterMode } from '../../schedule/jitter.js';
+import type { MisfirePolicyName, Schedule, ScheduleSpec } from '../../schedule/schedule.js';
+import type { QueueState } from '../store.js';
+
+/** A schedules row as better-sqlite3 returns it (instants in epoch ms, booleans 0/1). */
+export interface ScheduleRow {
+  id: string;
+  cron: string;
+  time_zone: string;
+  kind: string;
+  queue: string;
+  payload_json: string;
+  priority: number;
+  max_attempts: number;
+  retry_policy: string;
+  timeout_ms: number | null;
+  jitter_ms: number;
+  jitter_mode: string;
+  misfire_policy: string;
+  catch_up_window_ms: number;
+  max_catch_up_runs: number;
+  paused: number;
+  last_slot_at: number | null;
+  next_slot_at: number | null;
+  next_run_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A queues row. */
+export interface QueueRow {
+  name: string;
+  paused: number;
+  paused_at: number | null;
+}
+
+const toDate = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
+
+/** Converts a schedules row to a {@link Schedule}. */
+export function rowToSchedule(row: ScheduleRow): Schedule {
+  return {
+    id: row.id,
+    cron: row.cron,
+    timeZone: row.time_zone,
+    job: {
+      kind: row.kind,
+      queue: row.queue,
+      payloadJson: row.payload_json,
+      priority: row.priority,
+      maxAttempts: row.max_attempts,
+      retryPolicy: JSON.parse(row.retry_policy) as RetryPolicy,
+      timeoutMs: row.timeout_ms,
+    },
+    jitterMs: row.jitter_ms,
+    jitterMode: row.jitter_mode as JitterMode,
+    misfire: {
+      policy: row.misfire_policy as MisfirePolicyName,
+      catchUpWindowMs: row.catch_up_window_ms,
+      maxCatchUpRuns: row.max_catch_up_runs,
+    },
+    paused: row.paused === 1,
+    lastSlotAt: toDate(row.last_slot_at),
+    nextSlotAt: toDate(row.next_slot_at),
+    nextRunAt: toDate(row.next_run_at),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
+/** Converts a queues row to a {@link QueueState}. */
+export function rowToQueueState(row: QueueRow): QueueState {
+  return { name: row.name, paused: row.paused === 1, pausedAt: toDate(row.paused_at) };
+}
+
+/** A spec's columns as named parameters for SCHEDULE_INSERT and SCHEDULE_REPLACE. */
+export function scheduleParams(spec: ScheduleSpec, nowMs: number): Record<string, unknown> {
+  return {
+    id: spec.id,
+    cron: spec.cron,
+    time_zone: spec.timeZone,
+    kind: spec.job.kind,
+    queue: spec.job.queue,
+    payload_json: spec.job.payloadJson,
+    priority: spec.job.priority,
+    max_attempts: spec.job.maxAttempts,
+    retry_policy: JSON.stringify(spec.job.retryPolicy),
+    timeout_ms: spec.job.timeoutMs,
+    jitter_ms: spec.jitterMs,
+    jitter_mode: spec.jitterMode,
+    misfire_policy: spec.misfire.policy,
+    catch_up_window_ms: spec.misfire.catchUpWindowMs,
+    max_catch_up_runs: spec.misfire.maxCatchUpRuns,
+    paused: spec.paused ? 1 : 0,
+    now: nowMs,
+  };
+}
+
+const SPEC_COLUMNS = `id, cron, time_zone, kind, queue, payload_json, priority, max_attempts, retry_policy,
+  timeout_ms, jitter_ms, jitter_mode, misfire_policy, catch_up_window_ms, max_catch_up_runs, paused`;
+const SPEC_VALUES = `:id, :cron, :time_zone, :kind, :queue, :payload_json, :priority, :max_attempts, :retry_policy,
+  :timeout_ms, :jitter_ms, :jitter_mode, :misfire_policy, :catch_up_window_ms, :max_catch_up_runs, :paused`;
+
+/**
+ * Creates a schedule with no progress yet.
+ * Parameters: scheduleParams. Result: the new row, or nothing when the id exists.
+ * PostgreSQL: identical.
+ */
+export const SCHEDULE_INSERT = `
+  INSERT INTO schedules (${SPEC_COLUMNS}, created_at, updated_at)
+  VALUES (${SPEC_VALUES}, :now, :now)
+  ON CONFLICT (id) DO NOTHING
+  RETURNING *`;
+
+/**
+ * Overwrites an existing schedule's definition; the progress columns are the caller's.
+ * Parameters: scheduleParams. Result: the row after the update, or nothing when unknown.
+ * PostgreSQL: a row-valued SET of the same columns.
+ */
+export const SCHEDULE_REPLACE = `
+  UPDATE schedules SET (${SPEC_COLUMNS}, updated_at) = (${SPEC_VALUES}, :now)
+  WHERE id = :id
+  RETURNING *`;
+
+/**
+ * One schedule. Parameters: :id. Result: the row or nothing.
+ * PostgreSQL: the claim and the schedule operations read it FOR UPDATE; here the write lock
+ * already serialises them.
+ */
+export const SCHEDULE_GET = `SELECT * FROM schedules WHERE id = :id`;
+
+/**
+ * A keyset page by id. Parameters: :after_id ('' for the first page: ids are never empty),
+ * :paused (0, 1 or NULL for both), :limit. Result: rows by id (primary-key range scan).
+ * PostgreSQL: identical.
+ */
+export const SCHEDULE_LIST = `
+  SELECT * FROM schedules
+  WHERE id > :after_id AND (:paused IS NULL OR paused = :paused)
+  ORDER BY id LIMIT :limit`;
+
+/**
+ * Sets the pause flag; a paused schedule has no next run.
+ * Parameters: :id, :paused (0/1), :now. Result: the row after the update, or nothing.
+ * PostgreSQL: identical.
+ */
+export const SCHEDULE_SET_PAUSED = `
+  UPDATE schedules
+  SET paused = :paused, updated_at = :now,
+      next_slot_at = CASE WHEN :paused = 1 THEN NULL ELSE next_slot_at END,
+      next_run_at = CASE WHEN :paused = 1 THEN NULL ELSE next_run_at END
+  WHERE id = :id
+  RETURNING *`;
+
+/** Deletes the schedule row. Parameters: :id. Result: changes. PostgreSQL: identical. */
+export const SCHEDULE_DELETE = `DELETE FROM schedules WHERE id = :id`;
+
+/**
+ * Deletes the schedule's pending jobs that never started (no attempt, no error); running jobs
+ * and the retries of started ones finish. Parameters: :id. Result: changes.
+ * PostgreSQL: the same rows, with SKIP LOCKED (a claim may hold one at that instant).
+ */
+export const SCHEDULE_DELETE_UNSTARTED_RUNS = `
+  DELETE FROM jobs
+  WHERE schedule_id = :id AND state = 'pending' AND attempts = 0 AND errors = '[]'`;
+
+/**
+ * Inserts one planned run from the schedule's template; a slot that already has a job is
+ * skipped by the unique index jobs_schedule_slot (one job per schedule and slot).
+ * Parameters: :id, :slot, :run_at, :now. Result: { run_at } when inserted, nothing when the slot
+ * was taken. (The WHERE clause also keeps SQLite's parser from reading ON CONFLICT as a join.)
+ * PostgreSQL: one INSERT … SELECT FROM unnest(...) for every run of the claim.
+ */
+export const SCHEDULE_INSERT_RUN = `
+  INSERT INTO jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, timeout_ms,
+    schedule_id, schedule_slot, created_at)
+  SELECT kind, queue, payload_json, priority, 'pending', :run_at, max_attempts, retry_policy, timeout_ms,
+    id, :slot, :now
+  FROM schedules WHERE id = :id
+  ON CONFLICT (schedule_id, schedule_slot) WHERE schedule_id IS NOT NULL DO NOTHING
+  RETURNING run_at`;
+
+/**
+ * Moves a schedule's progress columns after a plan.
+ * Parameters: :id, :last_slot_at (NULL keeps the stored one), :next_slot_at, :next_run_at, :now.
+ * Result: the row after the update. PostgreSQL: the same UPDATE, batched with unnest.
+ */
+export const SCHEDULE_ADVANCE = `
+  UPDATE schedules
+  SET last_slot_at = coalesce(:last_slot_at, last_slot_at), next_slot_at = :next_slot_at,
+      next_run_at = :next_run_at, updated_at = :now
+  WHERE id = :id
+  RETURNING *`;
+
+/**
+ * Active schedules whose latest planned run (at last_slot_at) is no longer live: an operator
+ * cancelled it, or it was claimed while nothing could plan.
+ * Parameters: :limit. Result: rows by id; one probe of jobs_schedule_slot each.
+ * PostgreSQL: the same, locked FOR UPDATE SKIP LOCKED and re-checked after locking.
+ */
+export const SCHEDULE_BROKEN = `
+  SELECT * FROM schedules s
+  WHERE s.paused = 0 AND s.last_slot_at IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM jobs j
+                    WHERE j.schedule_id = s.id AND j.schedule_slot = s.last_slot_at
+                      AND j.state IN ('pending', 'running'))
+  ORDER BY s.id LIMIT :limit`;
+
+/**
+ * Marks a queue paused, keeping the first pause time of an already paused queue.
+ * Parameters: :name, :now. Result: the queue row. PostgreSQL: identical.
+ */
+export const QUEUE_PAUSE = `
+  INSERT INTO queues (name, paused, paused_at) VALUES (:name, 1, :now)
+  ON CONFLICT (name) DO UPDATE SET paused = 1, paused_at = coalesce(queues.paused_at, excluded.paused_at)
+  RETURNING name, paused, paused_at`;
+
+/**
+ * Marks a queue not paused. Parameters: :name. Result: the queue row.
+ * PostgreSQL: also NOTIFYs other processes; here only this process's subscribers are woken.
+ */
+export const QUEUE_RESUME = `
+  INSERT INTO queues (name, paused, paused_at) VALUES (:name, 0, NULL)
+  ON CONFLICT (name) DO UPDATE SET paused = 0, paused_at = NULL
+  RETURNING name, paused, paused_at`;
+
+/** Every queue row by name. Parameters: none. Result: rows. PostgreSQL: identical. */
+export const QUEUE_LIST = `SELECT name, paused, paused_at FROM queues ORDER BY name`;
+
+/**
+ * Names of paused queues (the claim leaves their (queue, priority) pairs out).
+ * Parameters: none. Result: one name per row. PostgreSQL: a NOT EXISTS probe per pair instead.
+ */
+export const QUEUE_PAUSED_NAMES = `SELECT name FROM queues WHERE paused = 1`;

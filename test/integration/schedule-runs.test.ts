@@ -1,0 +1,85 @@
+/**
+ * Recurring schedules end to end, in one process on real stores: a running worker executes a
+ * schedule's runs one per slot (the claim inserts each next run), and the worker's repair sweep
+ * re-links a chain whose pending run an operator cancelled.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Docket, type Store, type WorkerOptions } from '../../src/index.js';
+import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
+
+const QUICK: WorkerOptions = { leaseMs: 2000, heartbeatIntervalMs: 600, pollIntervalMs: 100, shutdownGraceMs: 500 };
+
+describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) => {
+  let db: TestDatabase;
+  const dockets: Docket[] = [];
+  const stores: Store[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+  });
+  afterEach(async () => {
+    await Promise.all(dockets.splice(0).map((docket) => docket.close()));
+    // A Docket does not close a store it was given.
+    await Promise.all(stores.splice(0).map((store) => store.close()));
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function open(): Promise<Docket> {
+    const store = await db.open();
+    stores.push(store);
+    const docket = await Docket.open({ store });
+    dockets.push(docket);
+    return docket;
+  }
+
+  it('runs an every-second schedule once per slot, each run planned by the previous claim', async () => {
+    const docket = await open();
+    const slots: string[] = [];
+    docket.handle('tick', async (_payload, ctx) => {
+      const job = await docket.getJob(ctx.jobId);
+      slots.push(job?.scheduleSlot?.toISOString() ?? 'none');
+    });
+    // catch_up, so a claim delayed past the next slot on a busy machine still runs every slot.
+    await docket.schedule({
+      id: `every-second-${kind}`,
+      cron: '* * * * * *',
+      job: { kind: 'tick', queue: `tick-${kind}` },
+      misfire: { policy: 'catch_up' },
+    });
+    await docket.worker({ ...QUICK, queues: [`tick-${kind}`] }).start();
+    await expect.poll(() => slots.length, { timeout: 8000, interval: 50 }).toBeGreaterThanOrEqual(3);
+    await docket.pauseSchedule(`every-second-${kind}`);
+    // Runs already started when the pause landed finish; wait for them before reading the slots.
+    await expect
+      .poll(async () => (await docket.listJobs({ queue: `tick-${kind}`, states: ['running'] })).length)
+      .toBe(0);
+    expect(new Set(slots).size).toBe(slots.length);
+    const ms = slots.map((slot) => Date.parse(slot)).sort((a, b) => a - b);
+    for (let i = 1; i < ms.length; i++) expect((ms[i] as number) - (ms[i - 1] as number)).toBe(1000);
+  });
+
+  it("re-links a cancelled chain from the worker's repair sweep", async () => {
+    const docket = await open();
+    const id = `cancelled-${kind}`;
+    const { schedule } = await docket.schedule({
+      id,
+      cron: '0 0 1 1 *',
+      job: { kind: 'yearly', queue: `yearly-${kind}` },
+    });
+    const [pending] = await docket.listJobs({ queue: `yearly-${kind}` });
+    expect(await docket.cancelJob(pending!.id)).toBe('cancelled');
+    // The first sweep comes within two seconds of the worker starting.
+    await docket.worker({ ...QUICK, queues: [`yearly-${kind}`] }).start();
+    await expect
+      .poll(async () => (await docket.listJobs({ queue: `yearly-${kind}`, states: ['pending'] })).length, {
+        timeout: 6000,
+        interval: 100,
+      })
+      .toBe(1);
+    const relinked = await docket.getSchedule(id);
+    // Cancelling a run skips exactly that run: the chain continues with the following year.
+    expect(relinked!.nextSlotAt!.getUTCFullYear()).toBe(schedule.nextSlotAt!.getUTCFullYear() + 1);
+  });
+});
