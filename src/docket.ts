@@ -46,6 +46,20 @@ export interface DocketOptions extends OpenStoreOptions {
   pruneIntervalMs?: number | undefined;
 }
 
+/** Options of {@link Docket.submit} and {@link Docket.submitMany}. */
+export interface SubmitOptions {
+  /**
+   * Your own open transaction (PostgreSQL: the `pg` client you ran BEGIN on, never a pool). The
+   * jobs are written in it, so they exist exactly when it commits, together with your own writes;
+   * their wake-up is sent at commit, and a rollback leaves no trace. The call resolves once the
+   * rows are written into the transaction, not when it commits. Needs a store with
+   * `capabilities.callerTransactions` (PostgreSQL); others throw ConfigurationError.
+   */
+  transaction?: unknown;
+}
+
+const SUBMIT_OPTION_NAMES = new Set<string>(['transaction']);
+
 /** Default retention of done and cancelled records: a week. */
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3600_000;
 /** Default time between prunes while a worker runs. */
@@ -126,10 +140,15 @@ export class Docket {
     return new Docket(store, true, options);
   }
 
-  /** Submits one job; resolves once it is durable. Bad input throws {@link ValidationError}, writing nothing. */
-  async submit<P = JsonValue>(input: SubmitInput<P>): Promise<SubmitResult> {
+  /**
+   * Submits one job; resolves once it is durable, or with `options.transaction` once it is written
+   * into your transaction (it exists when you commit). Bad input throws {@link ValidationError},
+   * writing nothing.
+   */
+  async submit<P = JsonValue>(input: SubmitInput<P>, options: SubmitOptions = {}): Promise<SubmitResult> {
+    const transaction = this.submitTransaction(options);
     const spec = normalizeSubmit(input, this.random);
-    const [result] = await this.store.jobSubmit({ jobs: [spec] });
+    const [result] = await this.store.jobSubmit({ jobs: [spec], transaction });
     if (!result) throw new Error('docket: the store returned no result for a submitted job');
     this.emitSubmitted([spec], [result]);
     return result;
@@ -137,9 +156,14 @@ export class Docket {
 
   /**
    * Submits many jobs in one round trip. Every input is validated first: one bad input throws a
-   * {@link ValidationError} naming it (`jobs[3].runAt`) and nothing is written.
+   * {@link ValidationError} naming it (`jobs[3].runAt`) and nothing is written. With
+   * `options.transaction` the batch joins your transaction, as in {@link submit}.
    */
-  async submitMany<P = JsonValue>(inputs: readonly SubmitInput<P>[]): Promise<SubmitResult[]> {
+  async submitMany<P = JsonValue>(
+    inputs: readonly SubmitInput<P>[],
+    options: SubmitOptions = {},
+  ): Promise<SubmitResult[]> {
+    const transaction = this.submitTransaction(options);
     if (!Array.isArray(inputs)) throw new ValidationError('jobs', `must be an array, got ${describe(inputs)}`);
     const specs = inputs.map((input, i) => {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -148,7 +172,7 @@ export class Docket {
       return normalizeSubmit(input, this.random, `jobs[${i}].`);
     });
     if (specs.length === 0) return [];
-    const results = await this.store.jobSubmit({ jobs: specs });
+    const results = await this.store.jobSubmit({ jobs: specs, transaction });
     this.emitSubmitted(specs, results);
     return results;
   }
@@ -287,6 +311,33 @@ export class Docket {
     await this.pruning;
     if (this.ownsStore) await this.store.close();
     this.events.clear();
+  }
+
+  /**
+   * Checks submit options; the transaction, if any, when this store can join one. Checked here
+   * as well as in the store, so a store that ignored the option could never autocommit a job
+   * the caller meant to tie to their transaction.
+   */
+  private submitTransaction(options: SubmitOptions): unknown {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new ValidationError('options', `must be an object, got ${describe(options)}`);
+    }
+    for (const key of Object.keys(options)) {
+      if (!SUBMIT_OPTION_NAMES.has(key)) {
+        throw new ValidationError(
+          `options.${key}`,
+          `is not a submit option (known: ${[...SUBMIT_OPTION_NAMES].join(', ')})`,
+        );
+      }
+    }
+    if (options.transaction === undefined) return undefined;
+    if (!this.store.capabilities.callerTransactions) {
+      throw new ConfigurationError(
+        "submit with a transaction needs a store that can join the caller's transaction (capabilities.callerTransactions: " +
+          'PostgreSQL); this store cannot. Leave out the transaction option to submit on its own.',
+      );
+    }
+    return options.transaction;
   }
 
   private emitSubmitted(specs: JobSpec[], results: SubmitResult[]): void {

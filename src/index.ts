@@ -1,5 +1,5 @@
 /** Docket's public surface: re-exports only. The HTTP service is `docket/http` (src/http/index.ts). */
-export type { DocketOptions } from './docket.js';
+export type { DocketOptions, SubmitOptions } from './docket.js';
 export { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, Docket } from './docket.js';
 export { signWebhook, verifyWebhookSignature } from './http/webhook-signature.js';
 export { ConfigurationError, DocketError, ValidationError } from './job/errors.js';
@@ -75,7 +75,7 @@ export type {
 } from './worker/docket-events.js';
 export { DocketEvents } from './worker/docket-events.js';
 export type { AbortReason, JobContext, JobHandler } from './worker/job-handler.js';
-export { JobAbortError } from './worker/job-handler.js';
+export { JobAbortError, StaleLeaseError } from './worker/job-handler.js';
 export type { LogFields, Logger } from './worker/logger.js';
 export { silentLogger } from './worker/logger.js';
 export { SCHEDULE_REPAIR_INTERVAL_MS } from './worker/schedule-repairer.js';

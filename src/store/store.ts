@@ -12,9 +12,24 @@
  * - Heartbeat, complete, fail and release take the token from the claim; a token that is not the
  *   job's current one (or a job no longer running) changes nothing and answers stale/null.
  *   "The lease is no longer yours" is a value, never an exception.
+ * - Completion is idempotent for its own claim: completing a job that is already `done` under the
+ *   same token changes nothing and answers `done` (the earlier call committed and only its answer
+ *   was lost, RELIABILITY.md fault class 5); any other token, or a job cancelled, parked, pending
+ *   or pruned, still answers `stale`. The one exception is a completion inside a caller's
+ *   transaction (below): there only the running → done transition itself answers `done`.
  * - Attempts are counted at claim. A due job whose attempts already reached maxAttempts (its last
  *   lease lapsed without a result) is parked by the claim instead of being handed out.
- * - Every write is committed before the call resolves (an id returned is a durable job).
+ * - Every write is committed before the call resolves (an id returned is a durable job), except a
+ *   write the caller put inside its own transaction.
+ * - Caller transactions (only where `capabilities.callerTransactions`): `jobSubmit` and
+ *   `jobComplete` accept `transaction`, the caller's open transaction (PostgreSQL: a `pg` client
+ *   after BEGIN). The write runs in it and takes effect exactly when the caller commits: a
+ *   rollback leaves no job, or leaves the job running under the same lease. Wake-ups for such a
+ *   submit are delivered at commit (PostgreSQL NOTIFY is transactional), never for a rollback.
+ *   A completion in a transaction answers `done` only when it moved the job from running to done
+ *   itself, so the caller's own writes commit with exactly one accepted completion; an already
+ *   done job answers `stale` there. A store without the capability throws ConfigurationError
+ *   when `transaction` is given, writing nothing.
  * - Policy (backoff delay, whether to park after a failure) is decided by the caller in pure
  *   TypeScript (`retry/`); the store applies the decision.
  * - Recurring schedules: the one exception to "no policy in the store". When a claim hands out a
@@ -53,7 +68,16 @@ export interface SubmitResult {
   runAt: Date;
 }
 
-export interface JobSubmitParams extends AtTime {
+/**
+ * The caller's own open database transaction, for stores with `capabilities.callerTransactions`
+ * (PostgreSQL: a `pg.Client` or `pg.PoolClient` after BEGIN, never a pool). Typed `unknown` so
+ * the contract does not depend on one driver; each store checks what it is given.
+ */
+export interface InCallerTransaction {
+  transaction?: unknown;
+}
+
+export interface JobSubmitParams extends AtTime, InCallerTransaction {
   jobs: readonly JobSpec[];
 }
 
@@ -83,7 +107,7 @@ export interface JobHeartbeatManyParams extends AtTime {
   leaseMs: number;
 }
 
-export interface JobCompleteParams extends AtTime, JobLease {}
+export interface JobCompleteParams extends AtTime, JobLease, InCallerTransaction {}
 
 export interface JobCompleteManyParams extends AtTime {
   leases: readonly JobLease[];
@@ -232,7 +256,10 @@ export interface Store {
   /** The database's current time: the only clock that decides due times and leases. */
   now(): Promise<Date>;
 
-  /** Writes jobs (one round trip for the batch), committed before it resolves; results in input order. */
+  /**
+   * Writes jobs (one round trip for the batch), committed before it resolves; results in input
+   * order. With `transaction`, written inside the caller's transaction instead (see the header).
+   */
   jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]>;
 
   /** Leases up to `limit` claimable jobs, by priority (lower first), then run_at, then id. */
@@ -244,10 +271,14 @@ export interface Store {
   /** {@link jobHeartbeat} for many leases in one round trip; results in input order. */
   jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]>;
 
-  /** Marks the job done if the token is current; a done job can never run again. */
+  /**
+   * Marks the job done if the token is current; a done job can never run again. Idempotent: a
+   * job already done under this token answers `done`. With `transaction`, the completion joins
+   * the caller's transaction and answers `done` only for the running → done transition.
+   */
   jobComplete(params: JobCompleteParams): Promise<CompleteOutcome>;
 
-  /** {@link jobComplete} for many leases in one round trip, each fenced by its own token. */
+  /** {@link jobComplete} for many leases in one round trip, each fenced by its own token (idempotent likewise). */
   jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]>;
 
   /** Records the attempt's error and applies the decision: retry at now + delay, or park. */

@@ -84,8 +84,16 @@ export class InvocationAbort {
   }
 }
 
-/** Builds the context a handler receives for `job`; its signal and logger are made on first use. */
-export function createJobContext(job: ClaimedJob, abort: InvocationAbort, logger: Logger): JobContext {
+/**
+ * Builds the context a handler receives for `job`; its signal and logger are made on first use.
+ * `completeInTransaction` is the worker's fenced in-transaction completion for this attempt.
+ */
+export function createJobContext(
+  job: ClaimedJob,
+  abort: InvocationAbort,
+  logger: Logger,
+  completeInTransaction: (transaction: unknown) => Promise<void>,
+): JobContext {
   let jobLogger: Logger | undefined;
   // Own enumerable getters, not a class: a handler that spreads or copies ctx still gets both.
   return {
@@ -103,6 +111,7 @@ export function createJobContext(job: ClaimedJob, abort: InvocationAbort, logger
       jobLogger ??= childLogger(logger, { jobId: job.id, kind: job.kind, attempt: job.attempts });
       return jobLogger;
     },
+    completeInTransaction,
   };
 }
 

@@ -4,6 +4,7 @@
  * written (another worker may already own the job). Delivery is at-least-once: key side effects on
  * `ctx.jobId` (or check `ctx.token`) so a second run is harmless.
  */
+import { DocketError } from '../job/errors.js';
 import type { JsonValue } from '../job/job.js';
 import type { Logger } from './logger.js';
 
@@ -23,6 +24,16 @@ export interface JobContext {
   signal: AbortSignal;
   /** The worker's logger with jobId, kind and attempt attached. */
   logger: Logger;
+  /**
+   * Completes this job inside your own open transaction (PostgreSQL: the `pg` client you ran
+   * BEGIN on), fenced by this attempt's token, so your writes and the completion commit or roll
+   * back together. Call it last in the transaction, then COMMIT; the worker then writes no
+   * completion of its own. Throws {@link StaleLeaseError} when the token is no longer current
+   * (the job was taken over, cancelled or already completed): let it roll your transaction back.
+   * If you roll back or the COMMIT fails, the job is not done and runs again (at-least-once).
+   * Throws ConfigurationError on a store without `capabilities.callerTransactions` (SQLite).
+   */
+  completeInTransaction(transaction: unknown): Promise<void>;
 }
 
 /** A function that runs jobs of one kind; `P` is the payload type the submitter promised. */
@@ -30,6 +41,21 @@ export type JobHandler<P = JsonValue> = (payload: P, ctx: JobContext) => unknown
 
 /** Why a handler's signal aborted; `signal.reason` is a {@link JobAbortError} carrying it. */
 export type AbortReason = 'lease_lost' | 'timeout' | 'shutdown';
+
+/**
+ * Thrown by {@link JobContext.completeInTransaction} when this attempt's lease is no longer the
+ * job's current one: roll the transaction back, since another attempt owns (or finished) the job.
+ */
+export class StaleLeaseError extends DocketError {
+  readonly jobId: string;
+  readonly token: number;
+
+  constructor(jobId: string, token: number, message: string) {
+    super('stale_lease', `job ${jobId} (token ${token}): ${message}`);
+    this.jobId = jobId;
+    this.token = token;
+  }
+}
 
 /** The reason given to a handler's AbortSignal. */
 export class JobAbortError extends Error {

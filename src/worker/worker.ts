@@ -11,7 +11,9 @@
  *   lost (heartbeat refused, cancelled, not confirmable), its timeout passes or shutdown's grace
  *   ends, the signal aborts, the slot is freed and nothing the handler later returns is written
  *   (it is counted as `discarded`). A timeout still records the failed attempt, under the lease.
- * - Every lease ends in exactly one of: complete, fail, release, or lost (left to lapse).
+ * - Every lease ends in exactly one of: complete, fail, release, or lost (left to lapse), or is
+ *   handed to the handler's own transaction by `ctx.completeInTransaction` (then that
+ *   transaction's commit completes the job, and its rollback leaves the lease to lapse).
  * - The database decides: the worker clock never judges a lease except to presume it lost when no
  *   heartbeat can reach the database before it would lapse.
  * - Nothing escapes as an unhandled rejection: every store call is awaited inside a try, errors
@@ -22,6 +24,7 @@
  * worker takes them immediately, write every pending outcome, stop heartbeating, clear every timer.
  */
 import { performance } from 'node:perf_hooks';
+import { ConfigurationError } from '../job/errors.js';
 import type { AttemptError, ClaimedJob } from '../job/job.js';
 import { decideAfterFailure, type RetryHints } from '../retry/backoff.js';
 import type { JobLease, Store } from '../store/store.js';
@@ -31,7 +34,7 @@ import { JobCompleter } from './job-completer.js';
 import type { HandlerOutcome } from './job-executor.js';
 import { createJobContext, InvocationAbort, invokeHandler } from './job-executor.js';
 import type { AbortReason, JobHandler } from './job-handler.js';
-import { JobAbortError } from './job-handler.js';
+import { JobAbortError, StaleLeaseError } from './job-handler.js';
 import type { LeaseLossReason } from './lease-renewer.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
@@ -86,6 +89,11 @@ interface Execution {
   /** Set once the handler was cut off; its result will not be written. */
   abandoned: AbortReason | null;
   slotHeld: boolean;
+  /**
+   * The handler completed the job inside its own transaction: the worker writes no completion
+   * for it and no longer heartbeats it (that transaction's row lock guards the job until it ends).
+   */
+  completedInTransaction: boolean;
 }
 
 /** The order claims hand jobs out in: priority, then run time, then id. */
@@ -328,6 +336,7 @@ export class Worker {
       handlerSettled: false,
       abandoned: null,
       slotHeld: true,
+      completedInTransaction: false,
     };
     this.executions.set(execution.key, execution);
     this.active += 1;
@@ -354,7 +363,9 @@ export class Worker {
     if (this.deps.events.has('started')) {
       this.deps.events.emit('started', { job, workerId: this.id, latenessMs: Date.now() - job.runAt.getTime() });
     }
-    const ctx = createJobContext(job, execution.abort, this.logger);
+    const ctx = createJobContext(job, execution.abort, this.logger, (transaction) =>
+      this.completeInTransaction(execution, transaction),
+    );
     const run = invokeHandler(handler, job, ctx, execution.abort, () => {
       this.counters.discarded += 1;
     }).then((outcome) => this.finish(execution, outcome));
@@ -376,6 +387,20 @@ export class Worker {
         { kind: 'thrown', message: outcome.message, detail: outcome.detail },
         outcome.hints,
       );
+      return;
+    }
+    if (execution.completedInTransaction) {
+      // Already completed in the handler's transaction. Completing again here would mark the job
+      // done even if that transaction rolled back; if it did, the lease lapses and the job reruns.
+      this.executions.delete(execution.key);
+      this.counters.completed += 1;
+      if (this.deps.events.has('completed')) {
+        this.deps.events.emit('completed', {
+          job: execution.job,
+          workerId: this.id,
+          durationMs: performance.now() - execution.startedAt,
+        });
+      }
       return;
     }
     const result = await this.completer.complete(execution.lease);
@@ -496,6 +521,53 @@ export class Worker {
     }
   }
 
+  /**
+   * `ctx.completeInTransaction`: the fenced complete, run on the handler's own transaction.
+   * Refused (StaleLeaseError, nothing written) once the attempt was cut off, since the worker's
+   * rule is that nothing is written for it then. On success the lease leaves the heartbeat batch:
+   * the UPDATE holds the job's row lock until that transaction ends, so a heartbeat would wait on
+   * it (stalling every lease in its batch) and, after the commit, find the job done and report a
+   * lease loss that is not one. Claimers skip the locked row meanwhile (SKIP LOCKED); after a
+   * rollback the lease lapses and the job runs again. The job's timeout no longer applies.
+   */
+  private async completeInTransaction(execution: Execution, transaction: unknown): Promise<void> {
+    const { job, lease } = execution;
+    if (!this.store.capabilities.callerTransactions) {
+      throw new ConfigurationError(
+        'ctx.completeInTransaction needs a store that can join your transaction (capabilities.callerTransactions: PostgreSQL); ' +
+          'this store cannot. Return from the handler to complete the job instead.',
+      );
+    }
+    if (execution.abandoned !== null || execution.handlerSettled) {
+      throw new StaleLeaseError(
+        job.id,
+        lease.token,
+        `this attempt was cut off (${execution.abandoned ?? 'its handler already settled'}); roll your transaction back`,
+      );
+    }
+    const outcome = await this.store.jobComplete({ id: lease.id, token: lease.token, transaction });
+    if (outcome === 'stale') {
+      this.counters.stale += 1;
+      this.deps.events.emit('stale', { job, workerId: this.id, operation: 'complete' });
+      throw new StaleLeaseError(
+        job.id,
+        lease.token,
+        'the lease is no longer current (a newer claim holds the job, it was cancelled or is already done); roll your transaction back',
+      );
+    }
+    if (execution.abandoned !== null) {
+      throw new StaleLeaseError(
+        job.id,
+        lease.token,
+        `this attempt was cut off (${execution.abandoned}) while completing; roll your transaction back`,
+      );
+    }
+    execution.completedInTransaction = true;
+    if (execution.timeoutTimer) clearTimeout(execution.timeoutTimer);
+    execution.timeoutTimer = undefined;
+    this.renewer.remove(lease);
+  }
+
   private async releaseLease(job: ClaimedJob, lease: JobLease): Promise<void> {
     const outcome = await this.writeWhileHeld(lease, 'release', () =>
       this.store.jobRelease({ id: lease.id, token: lease.token }),
@@ -517,7 +589,10 @@ export class Worker {
   private async writeWhileHeld<T>(lease: JobLease, operation: string, write: () => Promise<T>): Promise<T | undefined> {
     const deadline = performance.now() + Math.max(WRITE_RETRY_WINDOW_MS, this.options.leaseMs);
     for (let attempt = 0; ; attempt += 1) {
-      if (!this.renewer.holds(lease)) return undefined;
+      // A lease handed to the handler's transaction is still ours to fail or release (fenced by
+      // its token): after that transaction rolled back the job is running under it.
+      const handedOver = this.executions.get(LeaseRenewer.key(lease))?.completedInTransaction === true;
+      if (!handedOver && !this.renewer.holds(lease)) return undefined;
       try {
         return await write();
       } catch (error) {

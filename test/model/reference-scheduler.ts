@@ -236,6 +236,9 @@ export class DocketModel {
   }
 
   complete(now: number, id: string, token: number): 'done' | 'stale' {
+    // Idempotent for the claim that completed it: a retry after a lost reply is told done.
+    const finished = this.table.get(id);
+    if (finished?.state === 'done' && finished.token === token) return 'done';
     const j = this.held(id, token);
     if (j === null) return 'stale';
     this.finish(j, 'done', now);

@@ -62,6 +62,7 @@ import type {
 import { PostgresJobQueries, type Queryable, wakeChannel } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
+import { callerTransaction, PostgresTransactionQueries } from './transaction-queries.js';
 import { WakeUpListener } from './wake-up-listener.js';
 
 /** Options for {@link PostgresStore.open}, beyond the shared store options. */
@@ -119,6 +120,7 @@ export class PostgresStore implements Store {
   private readonly connection: pg.ClientConfig;
   private readonly queries: PostgresJobQueries;
   private readonly schedules: PostgresScheduleQueries;
+  private readonly transactions: PostgresTransactionQueries;
   private readonly wakeHorizonMs: number;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
   private listener: WakeUpListener | null = null;
@@ -131,6 +133,7 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.queries = new PostgresJobQueries(schema);
     this.schedules = new PostgresScheduleQueries(schema, wakeChannel(schema));
+    this.transactions = new PostgresTransactionQueries(schema);
     this.wakeHorizonMs = wakeHorizonMs;
   }
 
@@ -168,7 +171,7 @@ export class PostgresStore implements Store {
     return new PostgresStore(pool, connection, schema, wakeHorizonMs);
   }
 
-  /** The pool, for tests and for callers that share it (transactions come later). */
+  /** The pool, for tests and for callers that share it. */
   get db(): Queryable {
     return this.pool;
   }
@@ -182,8 +185,13 @@ export class PostgresStore implements Store {
     return this.queries.now(this.pool);
   }
 
-  jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
-    return this.queries.submit(this.pool, params, this.wakeHorizonMs);
+  /**
+   * Submits on the pool, or with `params.transaction` on the caller's client inside their
+   * transaction: the same statement, so the rows and their NOTIFY appear only if they commit.
+   */
+  async jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
+    const db = params.transaction === undefined ? this.pool : callerTransaction(params.transaction, 'jobSubmit');
+    return this.queries.submit(db, params, this.wakeHorizonMs);
   }
 
   /**
@@ -237,16 +245,25 @@ export class PostgresStore implements Store {
     return this.queries.heartbeatMany(this.pool, params);
   }
 
+  /**
+   * Completes on the pool (idempotent: a job already done under this token answers `done`), or
+   * with `params.transaction` inside the caller's transaction, where only the running → done
+   * transition answers `done`: their writes must commit with exactly one accepted completion.
+   */
   async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
-    const [outcome] = await this.queries.completeMany(this.pool, {
-      now: params.now,
-      leases: [{ id: params.id, token: params.token }],
-    });
+    const leases = [{ id: params.id, token: params.token }];
+    if (params.transaction !== undefined) {
+      const client = callerTransaction(params.transaction, 'jobComplete');
+      const [outcome] = await this.queries.completeMany(client, { now: params.now, leases });
+      return outcome ?? 'stale';
+    }
+    const [outcome] = await this.jobCompleteMany({ now: params.now, leases });
     return outcome ?? 'stale';
   }
 
-  jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
-    return this.queries.completeMany(this.pool, params);
+  async jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
+    const outcomes = await this.queries.completeMany(this.pool, params);
+    return this.transactions.acceptRepeatedCompletions(this.pool, params.leases, outcomes);
   }
 
   jobFail(params: JobFailParams): Promise<FailOutcome> {

@@ -173,6 +173,16 @@ export const JOB_COMPLETE = `
   WHERE id = :id AND token = :token AND state = 'running'`;
 
 /**
+ * Tells a repeated completion from a refused one: the job is already done under this very token,
+ * so an earlier completion of the same claim committed (its reply was lost). Read only after
+ * JOB_COMPLETE changed nothing, inside the same write transaction.
+ * Parameters: :id, :token. Result: a row when the completion was already accepted, else nothing.
+ * PostgreSQL: the same read, batched for a whole completion batch (transaction-queries.ts).
+ */
+export const JOB_DONE_WITH_TOKEN = `
+  SELECT 1 FROM jobs WHERE id = :id AND token = :token AND state = 'done'`;
+
+/**
  * Reads the fenced row a failure applies to.
  * Parameters: :id, :token. Result: { attempts } or nothing when stale.
  * PostgreSQL: the twin folds this into the UPDATE with a CTE.

@@ -236,6 +236,7 @@ export class SqliteStore implements Store {
   }
 
   async jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
+    refuseCallerTransaction(params.transaction, 'jobSubmit');
     if (params.jobs.length === 0) return [];
     const { results, nowMs, earliestMs } = this.write(() => {
       const nowMs = this.clock(params.now);
@@ -454,10 +455,13 @@ export class SqliteStore implements Store {
   private completeOne(lease: JobLease, nowMs: number): CompleteOutcome {
     const id = parseId(lease.id);
     if (id === null) return 'stale';
-    return this.stmt.complete.run({ id, token: lease.token, now: nowMs }).changes === 1 ? 'done' : 'stale';
+    if (this.stmt.complete.run({ id, token: lease.token, now: nowMs }).changes === 1) return 'done';
+    // Already done under this token: our earlier completion committed and only its reply was lost.
+    return this.stmt.doneWithToken.get({ id, token: lease.token }) === undefined ? 'stale' : 'done';
   }
 
   async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
+    refuseCallerTransaction(params.transaction, 'jobComplete');
     return this.write(() => this.completeOne(params, this.clock(params.now)));
   }
 
@@ -791,6 +795,7 @@ function prepareStatements(db: Database.Database) {
     delete: db.prepare(sql.JOB_DELETE),
     heartbeat: db.prepare<Record<string, unknown>, { lease_until: number }>(sql.JOB_HEARTBEAT),
     complete: db.prepare(sql.JOB_COMPLETE),
+    doneWithToken: db.prepare<{ id: number; token: number }>(sql.JOB_DONE_WITH_TOKEN),
     findHeld: db.prepare<Record<string, unknown>, { attempts: number }>(sql.JOB_FIND_HELD),
     retry: db.prepare(sql.JOB_RETRY),
     release: db.prepare(sql.JOB_RELEASE),
@@ -824,6 +829,18 @@ function prepareStatements(db: Database.Database) {
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * SQLite cannot join a caller's transaction (`capabilities.callerTransactions` is false): its one
+ * connection per store is not the caller's, so the write could not commit or roll back with theirs.
+ */
+function refuseCallerTransaction(transaction: unknown, operation: string): void {
+  if (transaction === undefined) return;
+  throw new ConfigurationError(
+    `SqliteStore.${operation}: this store cannot join a caller's transaction (capabilities.callerTransactions is false); ` +
+      'transactional submit and completion need PostgreSQL. Leave out the transaction option to write on its own.',
+  );
+}
 
 /** Switches the file to WAL, retrying while other processes opening it at the same moment hold it. */
 function setWalMode(db: Database.Database, busyTimeoutMs: number): void {
