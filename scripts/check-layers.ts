@@ -41,7 +41,9 @@ const problems: string[] = [];
 for (const file of walk(SRC)) {
   const from = areaOf(file);
   const text = readFileSync(file, 'utf8');
-  for (const match of text.matchAll(/(?:import|export)[^'"]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g)) {
+  for (const match of text.matchAll(
+    /(?:import|export)[^'"]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g,
+  )) {
     const spec = match[1] ?? match[2];
     if (!spec) continue;
     const target = resolve(dirname(file), spec);
@@ -50,7 +52,8 @@ for (const file of walk(SRC)) {
       continue;
     }
     const to = areaOf(target);
-    const sameArea = to === from || (from === 'store' && to === 'store-contract') || (from === 'store-contract' && to === 'store');
+    const sameArea =
+      to === from || (from === 'store' && to === 'store-contract') || (from === 'store-contract' && to === 'store');
     if (sameArea) continue;
     if (!(ALLOWED[from] ?? []).includes(to)) {
       problems.push(`${relative('.', file)} (${from}) may not import ${spec} (${to})`);

@@ -7,7 +7,14 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 
 const report = '.test-report.json';
 rmSync(report, { force: true });
-const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
+const args = [
+  'vitest',
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile.json=${report}`,
+  ...process.argv.slice(2),
+];
 const run = spawnSync('npx', args, { stdio: 'inherit' });
 
 if (!existsSync(report)) {
@@ -20,7 +27,9 @@ const passed = result.numPassedTests ?? 0;
 let failed = result.numFailedTests ?? 0;
 const skipped = (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0);
 // A file that fails to import has no failing test, yet the run is broken: count it as a failure.
-const brokenFiles = (result.testResults ?? []).filter((file) => file.status === 'failed' && file.assertionResults?.length === 0);
+const brokenFiles = (result.testResults ?? []).filter(
+  (file) => file.status === 'failed' && file.assertionResults?.length === 0,
+);
 failed += brokenFiles.length;
 for (const file of brokenFiles) console.error(`test file failed to run: ${file.name}\n${file.message ?? ''}`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
