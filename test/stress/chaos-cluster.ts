@@ -1,0 +1,123 @@
+/**
+ * The chaos harness's own PostgreSQL cluster. The harness restarts its database with
+ * `-m immediate` and terminates its backends; doing that to the main cluster (port 5432) would
+ * break every other test running on this machine, so the harness creates, starts and restarts a
+ * separate cluster (`15 chaos` on port 5433 by default) and never touches any other.
+ *
+ * `ensureChaosCluster` is idempotent and works on a fresh machine (CI runs as root): it creates
+ * the cluster with trust authentication when missing and starts it when down.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+/** Where the chaos cluster lives. */
+export interface ChaosCluster {
+  version: string;
+  name: string;
+  port: number;
+  /** Connection URL for the `postgres` database, user `postgres`. */
+  url: string;
+}
+
+/** The default chaos cluster: name `chaos`, port 5433 (override with DOCKET_CHAOS_PG_PORT). */
+export function chaosCluster(): ChaosCluster {
+  const version = process.env.DOCKET_CHAOS_PG_VERSION ?? readdirSync('/etc/postgresql').sort().at(-1) ?? '15';
+  const port = Number(process.env.DOCKET_CHAOS_PG_PORT ?? 5433);
+  if (port === 5432) throw new Error('the chaos cluster must not use port 5432: that is the shared main cluster');
+  return { version, name: 'chaos', port, url: `postgres://postgres@127.0.0.1:${port}/postgres` };
+}
+
+function run(command: string, args: string[]): string {
+  return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Runs a command without blocking the event loop: the proxy and producer must keep running meanwhile. */
+async function runAsync(command: string, args: string[]): Promise<void> {
+  await execFileAsync(command, args, { encoding: 'utf8' });
+}
+
+function clusterStatus(cluster: ChaosCluster): 'missing' | 'online' | 'down' {
+  const line = run('pg_lsclusters', ['--no-header'])
+    .split('\n')
+    .map((row) => row.trim().split(/\s+/))
+    .find((cols) => cols[0] === cluster.version && cols[1] === cluster.name);
+  if (!line) return 'missing';
+  return line[3] === 'online' ? 'online' : 'down';
+}
+
+/** Waits until the cluster accepts a query, or throws after `timeoutMs`. */
+export async function waitForCluster(cluster: ChaosCluster, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    const client = new pg.Client({ connectionString: cluster.url, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return;
+    } catch (error) {
+      lastError = error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+  throw new Error(`chaos cluster on port ${cluster.port} did not come up: ${String(lastError)}`);
+}
+
+/** Creates the chaos cluster if missing (trust auth, loopback), starts it if down, waits for it. */
+export async function ensureChaosCluster(cluster: ChaosCluster = chaosCluster()): Promise<ChaosCluster> {
+  const status = clusterStatus(cluster);
+  if (status === 'missing') {
+    run('pg_createcluster', [cluster.version, cluster.name, '--port', String(cluster.port), '--', '--auth=trust']);
+  }
+  if (status !== 'online') {
+    run('pg_ctlcluster', ['--skip-systemctl-redirect', cluster.version, cluster.name, 'start']);
+  }
+  await waitForCluster(cluster);
+  return cluster;
+}
+
+/** Crashes and restarts the chaos cluster (`-m immediate`: no checkpoint, crash recovery on start). */
+export async function restartChaosCluster(cluster: ChaosCluster): Promise<void> {
+  try {
+    await runAsync('pg_ctlcluster', [
+      '--skip-systemctl-redirect',
+      cluster.version,
+      cluster.name,
+      'restart',
+      '-m',
+      'immediate',
+    ]);
+  } catch {
+    // A restart that raced a start in progress fails; starting again is idempotent.
+    await runAsync('pg_ctlcluster', ['--skip-systemctl-redirect', cluster.version, cluster.name, 'start']).catch(
+      () => {},
+    );
+  }
+  await waitForCluster(cluster);
+}
+
+/** Terminates this cluster's backends whose query matches `pattern` (and `extra` other Docket ones); returns how many. */
+export async function terminateBackends(cluster: ChaosCluster, pattern: string, extra: number): Promise<number> {
+  const client = new pg.Client({ connectionString: cluster.url, connectionTimeoutMillis: 2000 });
+  await client.connect();
+  try {
+    const result = await client.query<{ n: string }>(
+      `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM (
+         (SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query ILIKE $1)
+         UNION
+         (SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND application_name = 'docket'
+            AND backend_type = 'client backend' ORDER BY random() LIMIT $2)
+       ) victims`,
+      [pattern, extra],
+    );
+    return Number(result.rows[0]?.n ?? 0);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,644 @@
+/**
+ * The chaos run: real worker processes on a real database, a producer, and a seeded nemesis.
+ *
+ * Timeline: set up (own PostgreSQL cluster or a SQLite file), start the workers, then for
+ * `faultMs` the producer submits one-off, delayed, failing, long and poison jobs while the
+ * nemesis, every decision drawn from `seededRandom(seed)`, kills workers with SIGKILL, freezes
+ * them with SIGSTOP past their lease, restarts PostgreSQL with `-m immediate`, terminates the
+ * LISTEN connection and other backends, and hides the answer of committed statements through a
+ * proxy (ambiguous commits). Then it heals everything, lets the queue drain, stops the workers
+ * and hands the history, the ledgers and the final rows to the checker.
+ *
+ * Bounded: the fault phase and the drain have fixed limits, and every child process is killed on
+ * the way out, including when the run throws. Loopback only. Recurring jobs are not submitted:
+ * src/docket.ts exposes no schedules yet.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Docket } from '../../src/docket.js';
+import type { Job } from '../../src/job/job.js';
+import type { SubmitInput } from '../../src/job/job-spec.js';
+import { type Random, seededRandom } from '../../src/retry/random.js';
+import {
+  type AmbiguousSubmit,
+  type ChaosVerdict,
+  checkChaosRun,
+  type FaultEvent,
+  type SubmittedJob,
+} from './chaos-checker.js';
+import { type ChaosCluster, ensureChaosCluster, restartChaosCluster, terminateBackends } from './chaos-cluster.js';
+import type { ChaosWorkerConfig, LedgerEntry } from './chaos-worker.js';
+import { type CommitCut, CommitCuttingProxy } from './commit-cutting-proxy.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WORKER_SCRIPT = join(ROOT, 'test', 'stress', 'chaos-worker.ts');
+/** The exit code of a worker killed by its own poison job (chaos-worker.ts). */
+const POISON_EXIT_CODE = 17;
+
+/** Every worker process alive right now, across runs: killed on any exit of this process. */
+const liveChildren = new Set<ChildProcess>();
+process.once('exit', () => {
+  // 'exit' handlers must be synchronous; kill() is. A frozen (SIGSTOPped) child dies of SIGKILL too.
+  for (const child of liveChildren) child.kill('SIGKILL');
+});
+
+/** Settings of one chaos run. */
+export interface ChaosOptions {
+  store: 'postgres' | 'sqlite';
+  seed: number;
+  /** How long the producer and the nemesis run, ms. */
+  faultMs: number;
+  /** Longest wait for the queue to drain once faults stop, ms. */
+  drainTimeoutMs: number;
+  workers: number;
+  concurrency: number;
+  jobsPerSecond: number;
+  /** Mean time between nemesis actions, ms. */
+  faultIntervalMs: number;
+  leaseMs: number;
+  heartbeatIntervalMs: number;
+  pollIntervalMs: number;
+  /** Allowed on top of leaseMs + pollIntervalMs for a restart after a kill (process scheduling on a busy host). */
+  recoverySlackMs: number;
+  log: (line: string) => void;
+}
+
+/** Defaults: 2 s leases and 600 ms heartbeats so recoveries are quick. */
+export const DEFAULT_CHAOS_OPTIONS: Omit<ChaosOptions, 'store' | 'seed' | 'log'> = {
+  faultMs: 90_000,
+  drainTimeoutMs: 90_000,
+  workers: 4,
+  concurrency: 16,
+  jobsPerSecond: 40,
+  faultIntervalMs: 2000,
+  leaseMs: 2000,
+  heartbeatIntervalMs: 600,
+  pollIntervalMs: 500,
+  recoverySlackMs: 1500,
+};
+
+/** What a run returns: its verdict plus how long each phase took. */
+export interface ChaosResult extends ChaosVerdict {
+  options: Omit<ChaosOptions, 'log'>;
+  faultPhaseMs: number;
+  drainMs: number;
+  drained: boolean;
+  submitRetries: number;
+  unreadableLedgerLines: number;
+}
+
+interface WorkerSlot {
+  index: number;
+  generation: number;
+  child: ChildProcess | undefined;
+  pid: number | undefined;
+  paused: boolean;
+  ready: boolean;
+  exited: Promise<void> | undefined;
+  stderrTail: string;
+}
+
+/** Runs one chaos run end to end; never leaves a child process behind. */
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const run = new ChaosRun(options);
+  try {
+    return await run.execute();
+  } finally {
+    await run.cleanup();
+  }
+}
+
+class ChaosRun {
+  private readonly nemesisRandom: Random;
+  private readonly producerRandom: Random;
+  private readonly respawnRandom: Random;
+  private readonly dir = mkdtempSync(join(tmpdir(), 'docket-chaos-'));
+  private cluster: ChaosCluster | undefined;
+  private schema: string | undefined;
+  private directUrl = '';
+  private workerProxy: CommitCuttingProxy | undefined;
+  private producerProxy: CommitCuttingProxy | undefined;
+  private workerProxyUrl = '';
+  private producerUrl = '';
+  private producer: Docket | undefined;
+  private reader: Docket | undefined;
+  private readonly slots: WorkerSlot[] = [];
+  private readonly faults: FaultEvent[] = [];
+  private readonly submitted: SubmittedJob[] = [];
+  private readonly ambiguousSubmits: AmbiguousSubmit[] = [];
+  private readonly pauseTimers = new Set<NodeJS.Timeout>();
+  private keepWorkersAlive = true;
+  private producing = true;
+  private cutNextSubmit = false;
+  private submitRetries = 0;
+  private sequence = 0;
+  private restarting: Promise<void> | undefined;
+
+  constructor(private readonly options: ChaosOptions) {
+    this.nemesisRandom = seededRandom(options.seed);
+    this.producerRandom = seededRandom(options.seed ^ 0x5eed);
+    this.respawnRandom = seededRandom(options.seed ^ 0xbeef);
+  }
+
+  async execute(): Promise<ChaosResult> {
+    const o = this.options;
+    await this.setUp();
+    o.log(
+      `chaos: seed ${o.seed}, store ${o.store}, ${o.workers} workers x ${o.concurrency}, ${o.jobsPerSecond} jobs/s, ` +
+        `faults for ${Math.round(o.faultMs / 1000)} s, lease ${o.leaseMs} ms, heartbeat ${o.heartbeatIntervalMs} ms`,
+    );
+    await Promise.all(this.slots.map((slot) => this.spawnWorker(slot)));
+
+    const faultStart = Date.now();
+    const faultEnd = faultStart + o.faultMs;
+    const producing = this.produce(faultEnd);
+    const progress = setInterval(() => {
+      const counts = countBy(this.faults.map((f) => f.type));
+      o.log(
+        `chaos: ${Math.round((Date.now() - faultStart) / 1000)} s, ${this.submitted.length} submitted, faults ${JSON.stringify(counts)}`,
+      );
+    }, 30_000);
+    try {
+      await this.nemesis(faultEnd);
+      await producing;
+    } finally {
+      clearInterval(progress);
+    }
+    const faultPhaseMs = Date.now() - faultStart;
+
+    // Heal: no more arms, every frozen worker resumed, the database up, every slot running.
+    this.workerProxy?.disarm();
+    this.producerProxy?.disarm();
+    await this.restarting;
+    for (const timer of this.pauseTimers) clearTimeout(timer);
+    this.pauseTimers.clear();
+    for (const slot of this.slots) this.resume(slot);
+    o.log(`chaos: faults stopped after ${Math.round(faultPhaseMs / 1000)} s; draining`);
+
+    const drainStart = Date.now();
+    const drained = await this.drain(drainStart + o.drainTimeoutMs);
+    const drainMs = Date.now() - drainStart;
+    o.log(`chaos: ${drained ? 'drained' : 'NOT drained'} in ${Math.round(drainMs / 1000)} s; stopping workers`);
+    await this.stopWorkers();
+
+    const jobs = await this.readAllJobs();
+    const { entries, unreadable } = this.readLedgers();
+    const verdict = checkChaosRun({
+      leaseMs: o.leaseMs,
+      pollIntervalMs: o.pollIntervalMs,
+      recoverySlackMs: o.recoverySlackMs,
+      submitted: this.submitted,
+      faults: this.faults,
+      workerCuts: this.workerProxy?.cuts ?? [],
+      ambiguousSubmits: this.ambiguousSubmits,
+      ledger: entries,
+      jobs,
+    });
+    const { log: _log, ...printable } = o;
+    return {
+      ...verdict,
+      options: printable,
+      faultPhaseMs,
+      drainMs,
+      drained,
+      submitRetries: this.submitRetries,
+      unreadableLedgerLines: unreadable,
+    };
+  }
+
+  private async setUp(): Promise<void> {
+    const o = this.options;
+    let workerUrl: string;
+    if (o.store === 'postgres') {
+      this.cluster = await ensureChaosCluster();
+      this.schema = `chaos_${o.seed}_${Date.now().toString(36)}`;
+      this.directUrl = `${this.cluster.url}?schema=${this.schema}`;
+      this.workerProxy = new CommitCuttingProxy('127.0.0.1', this.cluster.port);
+      this.producerProxy = new CommitCuttingProxy('127.0.0.1', this.cluster.port);
+      const workerPort = await this.workerProxy.listen();
+      const producerPort = await this.producerProxy.listen();
+      this.workerProxyUrl = `postgres://postgres@127.0.0.1:${workerPort}/postgres?schema=${this.schema}`;
+      this.producerUrl = `postgres://postgres@127.0.0.1:${producerPort}/postgres?schema=${this.schema}`;
+      workerUrl = this.directUrl;
+    } else {
+      this.directUrl = `sqlite:${join(this.dir, 'chaos.db')}`;
+      this.producerUrl = this.directUrl;
+      workerUrl = this.directUrl;
+    }
+    // Migrate once before anyone else opens the schema.
+    this.reader = await Docket.open({ url: this.directUrl, poolSize: 2 });
+    this.producer = await Docket.open({ url: this.producerUrl, poolSize: 2, random: seededRandom(o.seed + 1) });
+    for (let index = 0; index < o.workers; index += 1) {
+      this.slots.push({
+        index,
+        generation: 0,
+        child: undefined,
+        pid: undefined,
+        paused: false,
+        ready: false,
+        exited: undefined,
+        stderrTail: '',
+      });
+    }
+    this.workerUrlFor = (slot) => (slot.index === 0 && this.workerProxyUrl ? this.workerProxyUrl : workerUrl);
+  }
+
+  private workerUrlFor: (slot: WorkerSlot) => string = () => '';
+
+  private spawnWorker(slot: WorkerSlot): Promise<void> {
+    const o = this.options;
+    slot.generation += 1;
+    const id = `w${slot.index}g${slot.generation}`;
+    const config: ChaosWorkerConfig = {
+      url: this.workerUrlFor(slot),
+      id,
+      ledger: join(this.dir, `${id}.jsonl`),
+      leaseMs: o.leaseMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+      pollIntervalMs: o.pollIntervalMs,
+      concurrency: o.concurrency,
+      shutdownGraceMs: 2000,
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT, JSON.stringify(config)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    liveChildren.add(child);
+    slot.child = child;
+    slot.pid = child.pid;
+    slot.paused = false;
+    slot.ready = false;
+    slot.stderrTail = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      slot.stderrTail = (slot.stderrTail + chunk).slice(-2000);
+    });
+    const ready = new Promise<void>((resolve) => {
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        if (chunk.includes('ready')) {
+          slot.ready = true;
+          resolve();
+        }
+      });
+      child.once('exit', () => resolve());
+    });
+    slot.exited = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        liveChildren.delete(child);
+        if (slot.child === child) {
+          slot.child = undefined;
+          slot.ready = false;
+        }
+        if (code === POISON_EXIT_CODE) this.faults.push({ type: 'poisonExit', at: Date.now(), pid: child.pid });
+        else if (code !== 0 && signal !== 'SIGKILL') {
+          const reason = /^\S*Error[^\n]*$/m.exec(slot.stderrTail)?.[0] ?? slot.stderrTail.trim().slice(-300);
+          o.log(`chaos: worker ${id} exited with ${code ?? signal}: ${reason}`);
+        }
+        resolve();
+        if (this.keepWorkersAlive) {
+          // Respawn after a short, seeded delay so the pool stays at strength.
+          const delay = 200 + Math.floor(this.respawnRandom() * 800);
+          setTimeout(() => {
+            if (this.keepWorkersAlive && !slot.child) void this.spawnWorker(slot);
+          }, delay);
+        }
+      });
+    });
+    return ready;
+  }
+
+  private jobInput(): SubmitInput & { kind: string; maxAttempts: number } {
+    const r = this.producerRandom;
+    this.sequence += 1;
+    const key = `c${this.options.seed}-${this.sequence}`;
+    const delayMs = r() < 0.25 ? 50 + Math.floor(r() * 5000) : 0;
+    const fastRetry = { baseDelayMs: 100, factor: 2, maxDelayMs: 2000, jitterRatio: 0.2 };
+    const roll = r();
+    if (roll < 0.0005) {
+      return { kind: 'chaos.poison.exit', payload: null, maxAttempts: 3, retry: fastRetry, idempotencyKey: key };
+    }
+    if (roll < 0.0035) {
+      return { kind: 'chaos.poison.throw', payload: null, maxAttempts: 3, retry: fastRetry, idempotencyKey: key };
+    }
+    if (roll < 0.0085) {
+      return {
+        kind: 'chaos.long',
+        payload: { ms: this.options.leaseMs * 3 },
+        maxAttempts: 20,
+        idempotencyKey: key,
+        delayMs,
+      };
+    }
+    if (roll < 0.16) {
+      return {
+        kind: 'chaos.fail',
+        payload: { ms: 10 + Math.floor(r() * 90), failAttempts: 1 + Math.floor(r() * 2) },
+        maxAttempts: 20,
+        retry: fastRetry,
+        idempotencyKey: key,
+        delayMs,
+      };
+    }
+    return {
+      kind: 'chaos.ok',
+      payload: { ms: 5 + Math.floor(r() * 145) },
+      maxAttempts: 20,
+      idempotencyKey: key,
+      delayMs,
+    };
+  }
+
+  /** Submits batches every 100 ms until `faultEnd`, retrying a failed batch with the same keys. */
+  private async produce(faultEnd: number): Promise<void> {
+    const producer = this.producer;
+    if (!producer) return;
+    const perTick = this.options.jobsPerSecond / 10;
+    let owed = 0;
+    let nextTick = Date.now();
+    while (Date.now() < faultEnd && this.producing) {
+      owed += perTick;
+      const count = Math.floor(owed);
+      owed -= count;
+      const inputs = Array.from({ length: count }, () => this.jobInput());
+      let cut: Promise<CommitCut> | undefined;
+      if (this.cutNextSubmit && this.producerProxy && inputs.length > 0) {
+        this.cutNextSubmit = false;
+        // Due in 3 s, so the jobs are still live when the retry comes and the key must match them.
+        for (const input of inputs) input.delayMs = 3000;
+        cut = this.producerProxy.arm((sql) => sql.includes('INSERT INTO'));
+        void cut.then((c) => this.faults.push({ type: 'cut', at: c.at, detail: 'submit' }));
+      }
+      if (inputs.length > 0) await this.submitBatch(producer, inputs, cut);
+      nextTick += 100;
+      const wait = nextTick - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      else nextTick = Date.now();
+    }
+  }
+
+  private async submitBatch(
+    producer: Docket,
+    inputs: (SubmitInput & { kind: string; maxAttempts: number })[],
+    cut: Promise<CommitCut> | undefined,
+  ): Promise<void> {
+    let wasCut = false;
+    if (cut) void cut.then(() => (wasCut = true));
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const results = await producer.submitMany(inputs);
+        results.forEach((result, i) => {
+          const input = inputs[i];
+          if (!input) return;
+          this.submitted.push({
+            id: result.id,
+            key: input.idempotencyKey ?? '',
+            kind: input.kind,
+            maxAttempts: input.maxAttempts,
+          });
+        });
+        if (wasCut) {
+          this.ambiguousSubmits.push({
+            keys: inputs.map((input) => input.idempotencyKey ?? ''),
+            ids: results.map((r) => r.id),
+            created: results.map((r) => r.created),
+          });
+        }
+        return;
+      } catch {
+        this.submitRetries += 1;
+        // The batch may or may not have committed: the same idempotency keys make the retry safe.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** Math.min(attempt, 4))));
+      }
+    }
+  }
+
+  private liveSlots(): WorkerSlot[] {
+    return this.slots.filter((slot) => slot.child && slot.ready);
+  }
+
+  private pick<T>(items: T[]): T | undefined {
+    if (items.length === 0) return undefined;
+    return items[Math.floor(this.nemesisRandom() * items.length)];
+  }
+
+  /** Injects faults until `faultEnd`; every choice comes from the seeded nemesis random. */
+  private async nemesis(faultEnd: number): Promise<void> {
+    const o = this.options;
+    const postgres = o.store === 'postgres';
+    const weights: [string, number][] = postgres
+      ? [
+          ['kill', 0.32],
+          ['pause', 0.26],
+          ['restart', 0.07],
+          ['terminate', 0.1],
+          ['cutComplete', 0.1],
+          ['cutClaim', 0.05],
+          ['cutSubmit', 0.1],
+        ]
+      : [
+          ['kill', 0.55],
+          ['pause', 0.45],
+        ];
+    const total = weights.reduce((sum, [, w]) => sum + w, 0);
+    while (Date.now() < faultEnd) {
+      const wait = o.faultIntervalMs * (0.5 + this.nemesisRandom());
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(wait, faultEnd - Date.now()))));
+      if (Date.now() >= faultEnd) break;
+      const action = pickWeighted(weights, this.nemesisRandom() * total);
+      const target = this.pick(this.liveSlots().filter((slot) => !slot.paused));
+      const holdMs = o.leaseMs + 300 + Math.floor(this.nemesisRandom() * 2500);
+      try {
+        await this.inject(action, target, holdMs);
+      } catch (error) {
+        o.log(`chaos: nemesis action ${action} failed: ${String(error)}`);
+      }
+    }
+  }
+
+  private async inject(action: string, target: WorkerSlot | undefined, holdMs: number): Promise<void> {
+    const cluster = this.cluster;
+    switch (action) {
+      case 'kill': {
+        if (!target?.child) return;
+        this.faults.push({ type: 'kill', at: Date.now(), pid: target.pid });
+        target.child.kill('SIGKILL');
+        return;
+      }
+      case 'pause': {
+        if (!target?.child) return;
+        const at = Date.now();
+        target.child.kill('SIGSTOP');
+        target.paused = true;
+        this.faults.push({ type: 'pause', at, until: at + holdMs, pid: target.pid });
+        const timer = setTimeout(() => {
+          this.pauseTimers.delete(timer);
+          this.resume(target);
+        }, holdMs);
+        this.pauseTimers.add(timer);
+        return;
+      }
+      case 'restart': {
+        if (!cluster || this.restarting) return;
+        const at = Date.now();
+        const fault: FaultEvent = { type: 'restart', at };
+        this.faults.push(fault);
+        this.restarting = restartChaosCluster(cluster).finally(() => {
+          fault.until = Date.now();
+          this.restarting = undefined;
+        });
+        await this.restarting;
+        return;
+      }
+      case 'terminate': {
+        if (!cluster) return;
+        const count = await terminateBackends(cluster, 'LISTEN%', 2);
+        this.faults.push({ type: 'terminate', at: Date.now(), detail: `${count} backends` });
+        return;
+      }
+      case 'cutComplete': {
+        void this.workerProxy
+          ?.arm((sql) => sql.includes("SET state = 'done'"))
+          .then((cut) => this.faults.push({ type: 'cut', at: cut.at, detail: 'complete' }));
+        return;
+      }
+      case 'cutClaim': {
+        void this.workerProxy
+          ?.arm((sql) => sql.includes('token = j.token + 1'))
+          .then((cut) => this.faults.push({ type: 'cut', at: cut.at, detail: 'claim' }));
+        return;
+      }
+      case 'cutSubmit': {
+        this.cutNextSubmit = true;
+        return;
+      }
+    }
+  }
+
+  private resume(slot: WorkerSlot): void {
+    if (!slot.paused) return;
+    slot.paused = false;
+    slot.child?.kill('SIGCONT');
+  }
+
+  /** Waits until no live job is left (or the deadline); true when drained. */
+  private async drain(deadline: number): Promise<boolean> {
+    const reader = this.reader;
+    if (!reader) return false;
+    for (;;) {
+      try {
+        const stats = await reader.queueStats();
+        const live = stats.reduce((sum, q) => sum + q.scheduled + q.available + q.running, 0);
+        if (live === 0) return true;
+      } catch {
+        // The database may still be coming back from the last restart.
+      }
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  private async stopWorkers(): Promise<void> {
+    this.keepWorkersAlive = false;
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        const child = slot.child;
+        if (!child) return;
+        child.kill('SIGCONT');
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await slot.exited;
+        clearTimeout(timer);
+      }),
+    );
+  }
+
+  private async readAllJobs(): Promise<Job[]> {
+    const reader = this.reader;
+    if (!reader) return [];
+    const jobs: Job[] = [];
+    let afterId: string | undefined;
+    for (;;) {
+      const page = await reader.listJobs({
+        states: ['pending', 'running', 'done', 'cancelled'],
+        limit: 1000,
+        afterId,
+      });
+      jobs.push(...page);
+      if (page.length < 1000) break;
+      afterId = page.at(-1)?.id;
+    }
+    afterId = undefined;
+    for (;;) {
+      const page = await reader.listDeadLetters({ limit: 1000, afterId });
+      jobs.push(...page);
+      if (page.length < 1000) break;
+      afterId = page.at(-1)?.id;
+    }
+    return jobs;
+  }
+
+  private readLedgers(): { entries: LedgerEntry[]; unreadable: number } {
+    const entries: LedgerEntry[] = [];
+    let unreadable = 0;
+    for (const file of readdirSync(this.dir)) {
+      if (!file.endsWith('.jsonl')) continue;
+      for (const line of readFileSync(join(this.dir, file), 'utf8').split('\n')) {
+        if (line === '') continue;
+        try {
+          entries.push(JSON.parse(line) as LedgerEntry);
+        } catch {
+          // A kill -9 can cut the last line of a ledger in half; it is counted, not trusted.
+          unreadable += 1;
+        }
+      }
+    }
+    return { entries, unreadable };
+  }
+
+  /** Kills every child, closes connections, drops the schema and removes the files; never throws. */
+  async cleanup(): Promise<void> {
+    this.keepWorkersAlive = false;
+    this.producing = false;
+    for (const timer of this.pauseTimers) clearTimeout(timer);
+    for (const slot of this.slots) {
+      slot.child?.kill('SIGKILL');
+    }
+    await Promise.all(this.slots.map((slot) => slot.exited)).catch(() => {});
+    await this.restarting?.catch(() => {});
+    await this.producer?.close().catch(() => {});
+    await this.reader?.close().catch(() => {});
+    await this.workerProxy?.close().catch(() => {});
+    await this.producerProxy?.close().catch(() => {});
+    if (this.cluster && this.schema && process.env.DOCKET_CHAOS_KEEP !== '1') {
+      const client = new pg.Client({ connectionString: this.cluster.url });
+      try {
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${this.schema} CASCADE`);
+      } catch {
+        // Best effort: a leftover schema in the chaos cluster harms nobody.
+      } finally {
+        await client.end().catch(() => {});
+      }
+    }
+    if (process.env.DOCKET_CHAOS_KEEP !== '1') rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function countBy(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}
+
+/** The entry of `weights` that `roll` (uniform in [0, total)) lands on. */
+function pickWeighted(weights: [string, number][], roll: number): string {
+  let rest = roll;
+  for (const [name, weight] of weights) {
+    rest -= weight;
+    if (rest < 0) return name;
+  }
+  return weights.at(-1)?.[0] ?? 'kill';
+}
