@@ -1,7 +1,8 @@
 /**
  * The worker runtime: turns claimed rows into executed handlers.
  *
- * Overview. A {@link JobClaimer} leases due jobs into free slots; each job's handler runs with an
+ * Overview. A {@link JobClaimer} leases due jobs into free slots (and, with `prefetch`, into a local
+ * buffer of leased jobs that start as slots free, without a round trip); each job's handler runs with an
  * AbortSignal while the {@link LeaseRenewer} heartbeats every lease this worker holds in one batch;
  * a return is completed through the {@link JobCompleter} (batched, each fenced by its own token),
  * a throw is recorded with `jobFail` and a decision from `decideAfterFailure`.
@@ -19,7 +20,7 @@
  * - Nothing escapes as an unhandled rejection: every store call is awaited inside a try, errors
  *   are logged and emitted as `'error'` events and retried with backoff.
  *
- * Shutdown (`stop`): stop claiming (claims already in flight are released at once), let running
+ * Shutdown (`stop`): stop claiming (claims already in flight and prefetched jobs are released at once), let running
  * handlers finish within `shutdownGraceMs`, then abort the rest and release their leases so another
  * worker takes them immediately, write every pending outcome, stop heartbeating, clear every timer.
  */

@@ -1,0 +1,149 @@
+/**
+ * Prefetch: a worker claims up to concurrency + prefetch jobs and holds the extra ones leased in a
+ * local buffer. Buffered jobs are heartbeated like running ones, start as slots free, and go back
+ * to the queue at once when the worker stops.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigurationError, Docket, seededRandom, type WorkerOptions } from '../../src/index.js';
+import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
+import { deferred, within } from './support/deferred.js';
+
+const SEED = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
+const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
+
+describe.each(storeKinds())('worker prefetch on %s', (kind) => {
+  let db: TestDatabase;
+  const dockets: Docket[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    console.log(`worker-prefetch on ${kind}: seed ${SEED} (replay with DOCKET_SEED=${SEED})`);
+  });
+
+  afterEach(async () => {
+    await Promise.all(dockets.splice(0).map((docket) => docket.close()));
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function open(): Promise<Docket> {
+    const docket = await Docket.open({ url: db.url, random: seededRandom(SEED + dockets.length) });
+    dockets.push(docket);
+    return docket;
+  }
+
+  it('refuses a negative or fractional prefetch', async () => {
+    const docket = await open();
+    expect(() => docket.worker({ prefetch: -1 })).toThrow(ConfigurationError);
+    expect(() => docket.worker({ prefetch: 1.5 })).toThrow(/prefetch/);
+    expect(docket.worker({ concurrency: 4, prefetch: 6 }).options.claimBatchSize).toBe(10);
+  });
+
+  it('leases prefetched jobs ahead of free slots, keeps their leases alive and runs each once', async () => {
+    const docket = await open();
+    const gate = deferred<void>();
+    const starts = new Map<number, number>();
+    docket.handle<{ i: number }>('prefetch.block', async (payload) => {
+      starts.set(payload.i, (starts.get(payload.i) ?? 0) + 1);
+      if (payload.i === 0) await gate.promise;
+    });
+    const lost: unknown[] = [];
+    docket.events.on('leaseLost', (event) => lost.push(event));
+    const first = await docket.submit({ kind: 'prefetch.block', payload: { i: 0 }, priority: -1 });
+    const rest = await docket.submitMany(
+      Array.from({ length: 4 }, (_, k) => ({ kind: 'prefetch.block', payload: { i: k + 1 } })),
+    );
+    const worker = docket.worker({ ...QUICK, concurrency: 1, prefetch: 4 });
+    await worker.start();
+    await expect.poll(() => worker.bufferedCount, { timeout: 5000 }).toBe(4);
+    const leased = await Promise.all(rest.map((job) => docket.getJob(job.id)));
+    for (const job of leased) expect(job?.state).toBe('running');
+    const firstLeaseUntil = Math.max(...leased.map((job) => job!.leaseUntil!.getTime()));
+    // Held past the lease it was claimed with: only heartbeats keep the buffered jobs ours.
+    await expect
+      .poll(
+        async () => {
+          const jobs = await Promise.all(rest.map((job) => docket.getJob(job.id)));
+          return Math.min(...jobs.map((job) => job?.leaseUntil?.getTime() ?? 0));
+        },
+        { timeout: 5000, interval: 50 },
+      )
+      .toBeGreaterThan(firstLeaseUntil + QUICK.leaseMs!);
+    expect(starts.get(1)).toBeUndefined();
+    gate.resolve();
+    await expect.poll(() => worker.stats.completed, { timeout: 5000 }).toBe(5);
+    expect([...starts.entries()].sort((a, b) => a[0] - b[0])).toEqual([0, 1, 2, 3, 4].map((i) => [i, 1]));
+    expect(lost).toEqual([]);
+    expect((await docket.getJob(first.id))?.state).toBe('done');
+    await worker.stop();
+  });
+
+  it('releases prefetched jobs at once on stop, attempts uncounted, for another worker to run', async () => {
+    const docket = await open();
+    const gate = deferred<void>();
+    const blocking = deferred<void>();
+    const ranBy = new Map<number, string[]>();
+    docket.handle<{ i: number }>('prefetch.release', async (payload, ctx) => {
+      ranBy.set(payload.i, [...(ranBy.get(payload.i) ?? []), ctx.jobId]);
+      if (payload.i === 0) {
+        blocking.resolve();
+        await gate.promise;
+      }
+    });
+    await docket.submit({ kind: 'prefetch.release', payload: { i: 0 }, priority: -1 });
+    const rest = await docket.submitMany(
+      Array.from({ length: 3 }, (_, k) => ({ kind: 'prefetch.release', payload: { i: k + 1 } })),
+    );
+    const first = docket.worker({ ...QUICK, concurrency: 1, prefetch: 3, shutdownGraceMs: 5000 });
+    await first.start();
+    await within(blocking.promise, 5000, 'the blocking job');
+    await expect.poll(() => first.bufferedCount, { timeout: 5000 }).toBe(3);
+    const stopping = first.stop();
+    // Released before the grace period ends: the running handler still blocks the stop.
+    await expect
+      .poll(async () => (await Promise.all(rest.map((job) => docket.getJob(job.id)))).map((job) => job?.state), {
+        timeout: 3000,
+        interval: 20,
+      })
+      .toEqual(['pending', 'pending', 'pending']);
+    for (const job of await Promise.all(rest.map((j) => docket.getJob(j.id)))) expect(job?.attempts).toBe(0);
+    gate.resolve();
+    await stopping;
+    expect(first.stats.released).toBe(3);
+    expect(first.bufferedCount).toBe(0);
+    const second = docket.worker({ ...QUICK, concurrency: 2, prefetch: 2 });
+    await second.start();
+    await expect.poll(() => second.stats.completed, { timeout: 5000 }).toBe(3);
+    await second.stop();
+    expect([...ranBy.keys()].sort()).toEqual([0, 1, 2, 3]);
+    for (const ids of ranBy.values()) expect(ids).toHaveLength(1);
+  });
+
+  it('drops a prefetched job whose lease is lost and never starts it', async () => {
+    const docket = await open();
+    const gate = deferred<void>();
+    const started: number[] = [];
+    docket.handle<{ i: number }>('prefetch.cancel', async (payload) => {
+      started.push(payload.i);
+      if (payload.i === 0) await gate.promise;
+    });
+    await docket.submit({ kind: 'prefetch.cancel', payload: { i: 0 }, priority: -1 });
+    const victim = await docket.submit({ kind: 'prefetch.cancel', payload: { i: 1 } });
+    const worker = docket.worker({ ...QUICK, concurrency: 1, prefetch: 1 });
+    const lost = deferred<void>();
+    docket.events.on('leaseLost', (event) => {
+      if (event.job.id === victim.id) lost.resolve();
+    });
+    await worker.start();
+    await expect.poll(() => worker.bufferedCount, { timeout: 5000 }).toBe(1);
+    expect(await docket.cancelJob(victim.id)).toBe('cancelled');
+    await within(lost.promise, 5000, 'the lease loss of the cancelled buffered job');
+    expect(worker.bufferedCount).toBe(0);
+    gate.resolve();
+    await expect.poll(() => worker.stats.completed, { timeout: 5000 }).toBe(1);
+    await worker.stop();
+    expect(started).toEqual([0]);
+  });
+});
