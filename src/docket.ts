@@ -77,6 +77,7 @@ const OPTION_NAMES = new Set<string>([
   'busyTimeoutMs',
   'wakeHorizonMs',
   'synchronous',
+  'connectTimeoutMs',
 ]);
 
 /** A Docket: submit jobs, register handlers, run workers, administer queues. */

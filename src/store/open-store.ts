@@ -12,6 +12,11 @@ export interface OpenStoreOptions {
   schema?: string | undefined;
   /** PostgreSQL pool size (default 10). */
   poolSize?: number | undefined;
+  /**
+   * PostgreSQL: how long opening keeps retrying a server that refuses connections or is still
+   * starting up, ms (default 30 000; 0 fails at once).
+   */
+  connectTimeoutMs?: number | undefined;
   /** PostgreSQL: a submit notifies listeners only when one of its jobs is due within this many ms (default 5000). */
   wakeHorizonMs?: number | undefined;
   /** SQLite: how long a writer waits for another process's write lock, ms (default 5000). */

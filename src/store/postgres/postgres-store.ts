@@ -105,6 +105,37 @@ export function validateSchemaName(name: string): string {
   return name;
 }
 
+/** How long {@link PostgresStore.open} keeps retrying a database that is not reachable yet. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+
+/** SQLSTATEs and socket errors that mean "the server is not there right now", not "you are wrong". */
+const TRANSIENT_CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or recovering
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300', // too_many_connections
+]);
+
+/** Whether an error opening the store is worth retrying. */
+export function isTransientConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && TRANSIENT_CONNECTION_CODES.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connection timeout|the database system is (starting up|shutting down|in recovery mode)/i.test(
+    message,
+  );
+}
+
 /** The {@link Store} on PostgreSQL. */
 export class PostgresStore implements Store {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -157,16 +188,30 @@ export class PostgresStore implements Store {
     // An idle pooled client whose server connection dies emits 'error' on the pool; unhandled,
     // that event would crash the process. The next query simply gets a fresh connection.
     pool.on('error', () => {});
-    try {
-      const client = await pool.connect();
+    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    if (!Number.isFinite(connectTimeoutMs) || connectTimeoutMs < 0) {
+      throw new ConfigurationError(`connectTimeoutMs must be a non-negative number, got ${connectTimeoutMs}`);
+    }
+    const giveUpAt = Date.now() + connectTimeoutMs;
+    for (let attempt = 1; ; attempt += 1) {
       try {
-        await runPostgresMigrations(client, schema);
-      } finally {
-        client.release();
+        const client = await pool.connect();
+        try {
+          await runPostgresMigrations(client, schema);
+        } finally {
+          client.release();
+        }
+        break;
+      } catch (error) {
+        // A worker started while PostgreSQL restarts (57P03 "starting up", a refused or dropped
+        // connection) would otherwise exit; wait for it with capped, jittered backoff instead.
+        const delayMs = Math.min(2000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+        if (!isTransientConnectionError(error) || Date.now() + delayMs > giveUpAt) {
+          await pool.end().catch(() => {});
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
-    } catch (error) {
-      await pool.end().catch(() => {});
-      throw error;
     }
     return new PostgresStore(pool, connection, schema, wakeHorizonMs);
   }
