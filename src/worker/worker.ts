@@ -394,28 +394,14 @@ export class Worker {
       // Already completed in the handler's transaction. Completing again here would mark the job
       // done even if that transaction rolled back; if it did, the lease lapses and the job reruns.
       this.executions.delete(execution.key);
-      this.counters.completed += 1;
-      if (this.deps.events.has('completed')) {
-        this.deps.events.emit('completed', {
-          job: execution.job,
-          workerId: this.id,
-          durationMs: performance.now() - execution.startedAt,
-        });
-      }
+      this.recordCompleted(execution);
       return;
     }
     const result = await this.completer.complete(execution.lease);
     this.renewer.remove(execution.lease);
     this.executions.delete(execution.key);
     if (result === 'done') {
-      this.counters.completed += 1;
-      if (this.deps.events.has('completed')) {
-        this.deps.events.emit('completed', {
-          job: execution.job,
-          workerId: this.id,
-          durationMs: performance.now() - execution.startedAt,
-        });
-      }
+      this.recordCompleted(execution);
     } else if (result === 'stale') {
       this.counters.stale += 1;
       this.deps.events.emit('stale', { job: execution.job, workerId: this.id, operation: 'complete' });
@@ -567,6 +553,18 @@ export class Worker {
     if (execution.timeoutTimer) clearTimeout(execution.timeoutTimer);
     execution.timeoutTimer = undefined;
     this.renewer.remove(lease);
+  }
+
+  /** Counts an accepted completion and tells listeners how long the handler ran. */
+  private recordCompleted(execution: Execution): void {
+    this.counters.completed += 1;
+    if (this.deps.events.has('completed')) {
+      this.deps.events.emit('completed', {
+        job: execution.job,
+        workerId: this.id,
+        durationMs: performance.now() - execution.startedAt,
+      });
+    }
   }
 
   private async releaseLease(job: ClaimedJob, lease: JobLease): Promise<void> {
