@@ -57,6 +57,26 @@ interface Setting {
   fallback: unknown;
 }
 
+/** One line per setting for `docket serve --help`. */
+const DESCRIPTIONS: Record<string, string> = {
+  db: 'store URL: postgres://… or sqlite:file.db (default sqlite:docket.db)',
+  schema: "PostgreSQL schema holding Docket's tables (default docket)",
+  host: 'address to listen on; anything but loopback needs tokens (default 127.0.0.1)',
+  port: 'port to listen on (default 8080; 0 picks a free one)',
+  tokens: 'bearer tokens "name:scope+scope:secret ..." (environment or file only)',
+  concurrency: "handlers run by the server's own workers; 0 runs none",
+  queues: "queues the server's workers claim from, comma-separated (default all)",
+  leaseMs: "lease length of the server's workers, ms",
+  bodyLimitBytes: 'largest request body accepted, bytes (default 1 MiB)',
+  maxLongPollMs: "longest wait a remote worker's claim may ask for, ms",
+  logLevel: 'log level: trace, debug, info, warn, error, fatal, silent',
+  webhookSecret: 'HMAC secret that signs webhook deliveries (environment or file only)',
+  webhookAllowHosts: 'hosts webhooks may call: exact, *.domain or *, comma-separated',
+  webhookAllowAddresses: 'private or loopback CIDRs webhooks may nevertheless call, comma-separated',
+  webhookTimeoutMs: 'per-request timeout of a webhook delivery, ms (default 10 s)',
+  webhookRetryAfterCapMs: 'longest Retry-After honoured on 429/503, ms (default 1 h)',
+};
+
 const text = (value: string): unknown => value;
 const integerText = (value: string): unknown => (/^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value);
 const listText = (value: string): unknown =>
@@ -108,7 +128,7 @@ const SETTINGS: Setting[] = [
   {
     key: 'db',
     flag: '--db',
-    env: 'DOCKET_DB',
+    env: 'DOCKET_DATABASE_URL',
     fromText: text,
     schema: z
       .string()
@@ -264,11 +284,13 @@ const SETTINGS: Setting[] = [
 ];
 
 /** The flag, environment variable and file key of every setting, for documentation and the CLI. */
-export const SERVER_SETTINGS: readonly { key: string; flag: string | undefined; env: string }[] = SETTINGS.map((s) => ({
-  key: s.key,
-  flag: s.flag,
-  env: s.env,
-}));
+export const SERVER_SETTINGS: readonly { key: string; flag: string | undefined; env: string; description: string }[] =
+  SETTINGS.map((s) => ({
+    key: s.key,
+    flag: s.flag,
+    env: s.env,
+    description: DESCRIPTIONS[s.key] ?? s.key,
+  }));
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);

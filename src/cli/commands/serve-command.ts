@@ -17,14 +17,11 @@ export function serveCommand() {
     );
   for (const setting of SERVER_SETTINGS) {
     if (setting.flag === undefined) continue;
-    command.addOption(new Option(`${setting.flag} <value>`, `${setting.key} (env $${setting.env})`));
+    command.addOption(new Option(`${setting.flag} <value>`, `${setting.description} (env $${setting.env})`));
   }
   return command.action(async (_options, self) => {
     const flags = self.opts() as Record<string, unknown>;
-    // The other commands read DOCKET_DATABASE_URL; honour it here too so one variable serves them all.
-    const env = { ...process.env };
-    if (!env.DOCKET_DB && env.DOCKET_DATABASE_URL) env.DOCKET_DB = env.DOCKET_DATABASE_URL;
-    const config = loadServerConfig({ flags, env });
+    const config = loadServerConfig({ flags, env: process.env });
     const stopRequested = waitForStopSignal();
     // Loaded on demand: the HTTP stack is not worth its start-up cost for every other command.
     const { startServer } = await import('../../http/server.js');
