@@ -10,6 +10,24 @@ export const ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.
 /** Every scratch database name starts with this, so cleanup can never touch anything else. */
 export const SCRATCH_PREFIX = 'docket_bench_';
 
+/**
+ * This run's scratch database for `what`: the process id is part of the name, so two runs at once
+ * (a CI smoke run beside a full run) never drop each other's databases.
+ */
+export function scratchName(what: string): string {
+  return `${SCRATCH_PREFIX}${process.pid}_${what.replace(/[^a-z0-9]+/gi, '_').toLowerCase()}`;
+}
+
+/** Whether a process with this id is alive on this host. */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** The URL of a database on the same server as {@link ADMIN_URL}. */
 export function databaseUrl(name: string): string {
   const url = new URL(ADMIN_URL);
@@ -55,17 +73,26 @@ export async function dropDatabase(name: string): Promise<void> {
   await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
-/** Drops every scratch database a crashed earlier run may have left. */
+/**
+ * Drops the scratch databases that crashed earlier runs left: those whose run's process is gone.
+ * A run still going (another process id that is alive) keeps its databases.
+ */
 export async function dropAllScratchDatabases(): Promise<string[]> {
   return withAdmin(async (client) => {
     const { rows } = await client.query<{ datname: string }>(
       `SELECT datname FROM pg_database WHERE datname LIKE '${SCRATCH_PREFIX}%'`,
     );
-    for (const row of rows) {
-      assertScratch(row.datname);
-      await client.query(`DROP DATABASE IF EXISTS ${row.datname} WITH (FORCE)`);
+    const stale = rows
+      .map((row) => row.datname)
+      .filter((name) => {
+        const pid = Number(/^docket_bench_(\d+)_/.exec(name)?.[1]);
+        return !(Number.isInteger(pid) && pid !== process.pid && processAlive(pid));
+      });
+    for (const name of stale) {
+      assertScratch(name);
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
-    return rows.map((row) => row.datname);
+    return stale;
   });
 }
 

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { dropDatabase, recreateDatabase } from './pg-admin.js';
+import { dropDatabase, recreateDatabase, scratchName } from './pg-admin.js';
 
-const DATABASE = 'docket_bench_pgbench';
+const DATABASE = scratchName('pgbench');
 
 const SCHEMA_SQL = `
 CREATE TABLE jobs (

@@ -24,6 +24,7 @@ import {
   databaseNow,
   databaseUrl,
   dropAllScratchDatabases,
+  scratchName,
   wallNowMs,
   withAdmin,
 } from './pg-admin.js';
@@ -136,9 +137,7 @@ function configFor(system: SystemName, variant: Variant): SystemConfig {
     variant,
     concurrency,
     databaseUrl:
-      system === 'docket-sqlite'
-        ? `sqlite:${join(scratchDir, 'docket-bench.db')}`
-        : databaseUrl(`docket_bench_${system.replace(/-/g, '_')}`),
+      system === 'docket-sqlite' ? `sqlite:${join(scratchDir, 'docket-bench.db')}` : databaseUrl(scratchName(system)),
     redisUrl: REDIS_URL,
     redisPrefix: 'docket-bench',
   };

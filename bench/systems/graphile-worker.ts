@@ -45,6 +45,8 @@ export const graphileWorkerSystem: SystemModule = {
   async openStore(config) {
     const utils: WorkerUtils = await makeWorkerUtils({ connectionString: config.databaseUrl, logger: silentLogger });
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+    // An idle connection dropped by the server (a database dropped WITH (FORCE)) must not crash the run.
+    pool?.on('error', () => {});
     return {
       async insert(jobs: readonly BenchJob[]) {
         await utils.addJobs(
