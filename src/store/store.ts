@@ -126,6 +126,11 @@ export type FailOutcome = { outcome: 'retry'; runAt: Date } | { outcome: 'parked
 
 export interface JobReleaseParams extends AtTime, JobLease {}
 
+export interface JobReleaseByOwnerParams extends AtTime {
+  /** The lease owner a claim recorded; each claim of a worker uses its own. */
+  owner: string;
+}
+
 /** `released`: due again at once, its attempt given back. `stale`: the lease was not ours. */
 export type ReleaseOutcome = 'released' | 'stale';
 
@@ -286,6 +291,14 @@ export interface Store {
 
   /** Gives a lease back (graceful shutdown): the job is due at once and the attempt is not counted. */
   jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome>;
+
+  /**
+   * Gives back every lease still held under `owner`, exactly as {@link jobRelease} does; returns
+   * how many. For a claim whose answer was lost (the connection dropped after it committed): its
+   * worker never learned the tokens, so it releases by the claim's owner instead, and the lost
+   * claim costs neither an attempt nor a lease's wait. Jobs claimed again since are not touched.
+   */
+  jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number>;
 
   /** Cancels a live job; a running one loses its lease, so its next heartbeat aborts the handler. */
   jobCancel(params: JobCancelParams): Promise<CancelOutcome>;

@@ -16,6 +16,7 @@
  * Clocks: the database decides what is due. The worker clock only paces the timer, corrected by
  * the database clock's measured offset, so a skewed worker clock costs at most a wasted claim.
  */
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { ClaimedJob } from '../job/job.js';
 import type { Store, WakeUp } from '../store/store.js';
@@ -86,6 +87,16 @@ export class JobClaimer {
   /** The smallest such error seen; later samples much worse than it are ignored. */
   private bestOffsetErrorMs = Number.POSITIVE_INFINITY;
   private polls = 0;
+  /** Numbers this worker's claims, so each records its own lease owner. */
+  private claimSeq = 0;
+  /**
+   * Distinguishes this claimer from any other with the same worker id (a restarted process, two
+   * processes given one --id), so releasing a lost claim's leases never touches another's jobs.
+   */
+  private readonly instance = randomBytes(4).toString('hex');
+  /** Owners of claims whose answer was lost: they may have committed, so their leases are given back. */
+  private readonly unanswered = new Set<string>();
+  private releasing: Promise<void> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -129,6 +140,9 @@ export class JobClaimer {
     while (this.claims.size > 0 || this.nextRunAtQuery || this.offsetQuery) {
       await Promise.all([...this.claims, this.nextRunAtQuery, this.offsetQuery]);
     }
+    // One last try for leases of lost claims; if the database is still away they lapse as usual.
+    if (this.unanswered.size > 0 && !this.releasing) this.releaseUnanswered();
+    await this.releasing;
   }
 
   /** A slot was freed (or a write finished): claim again if jobs may still be waiting. */
@@ -199,10 +213,15 @@ export class JobClaimer {
 
   private async claim(limit: number, generation: number): Promise<void> {
     const sentAt = performance.now();
+    // Each claim records its own owner: if its answer is lost after it committed (the connection
+    // dropped), the worker never learns the tokens, but can still give those leases back by owner
+    // instead of leaving the jobs stranded for a lease and charged an attempt.
+    this.claimSeq += 1;
+    const owner = `${this.options.owner}/${this.instance}.${this.claimSeq}`;
     let jobs: ClaimedJob[];
     try {
       jobs = await this.store.jobClaim({
-        owner: this.options.owner,
+        owner,
         limit,
         leaseMs: this.options.leaseMs,
         queues: this.options.queues,
@@ -210,11 +229,14 @@ export class JobClaimer {
     } catch (error) {
       this.reserved -= limit;
       this.options.onError(error, 'claim');
+      this.unanswered.add(owner);
+      this.releaseUnanswered();
       this.backOff();
       return;
     }
     this.reserved -= limit;
     this.failures = 0;
+    if (this.unanswered.size > 0) this.releaseUnanswered();
     if (jobs.length >= limit) this.maybeDue = true;
     else if (this.generation === generation) this.maybeDue = false;
     try {
@@ -223,6 +245,24 @@ export class JobClaimer {
       this.options.onError(error, 'dispatch');
     }
     if (jobs.length < limit && this.nextRunAtStale && this.running) this.refreshNextRunAt();
+  }
+
+  /** Gives back the leases of claims whose answer was lost; what fails is tried again after the next claim. */
+  private releaseUnanswered(): void {
+    if (this.releasing) return;
+    this.releasing = (async () => {
+      for (const owner of [...this.unanswered]) {
+        try {
+          await this.store.jobReleaseByOwner({ owner });
+          this.unanswered.delete(owner);
+        } catch (error) {
+          this.options.onError(error, 'releaseUnanswered');
+          return;
+        }
+      }
+    })().finally(() => {
+      this.releasing = undefined;
+    });
   }
 
   private backOff(): void {

@@ -10,7 +10,7 @@ import { describe, validateQueue } from '../job/job-spec.js';
 
 /** What a caller may set on a worker; every field has a default. */
 export interface WorkerOptions {
-  /** Stored as the lease owner; default `<host>-<pid>-<random>`. */
+  /** Names the worker; each claim records `<id>/<instance>.<claim number>` as lease owner. Default `<host>-<pid>-<random>`. */
   id?: string | undefined;
   /** Handlers running at once; default 10. */
   concurrency?: number | undefined;

@@ -112,7 +112,7 @@ const WRITE_RETRY_WINDOW_MS = 10_000;
 
 /** Runs handlers for claimed jobs; created by `docket.worker(options)`. */
 export class Worker {
-  /** Stored as lease owner on every job this worker claims. */
+  /** Names this worker; its claims record `<id>/<instance>.<claim number>` as lease owner. */
   readonly id: string;
   /** The options in force, defaults applied. */
   readonly options: ResolvedWorkerOptions;

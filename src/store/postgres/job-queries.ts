@@ -25,6 +25,7 @@ import type {
   JobHeartbeatManyParams,
   JobListParams,
   JobPruneParams,
+  JobReleaseByOwnerParams,
   JobReleaseParams,
   JobSubmitParams,
   NextRunAtParams,
@@ -345,6 +346,12 @@ export class PostgresJobQueries {
     if (id === null) return 'stale';
     const result = await db.query<{ released: string }>(this.sql.release, [id, params.token]);
     return Number(result.rows[0]!.released) === 1 ? 'released' : 'stale';
+  }
+
+  /** Gives back every lease still held under `owner`; returns how many. */
+  async releaseByOwner(db: Queryable, params: JobReleaseByOwnerParams): Promise<number> {
+    const result = await db.query<{ released: string }>(this.sql.releaseByOwner, [params.owner]);
+    return Number(result.rows[0]!.released);
   }
 
   /** Cancels a live job. */
@@ -746,6 +753,23 @@ function buildSql(s: string, channel: string) {
       WITH released AS (
         UPDATE ${jobs} j SET state = 'pending', lease_until = NULL, attempts = greatest(j.attempts - 1, 0)
         WHERE j.id = $1 AND j.token = $2 AND j.state = 'running'
+        RETURNING j.run_at
+      ),
+      wake AS (
+        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM released HAVING count(*) > 0
+      )
+      SELECT (SELECT count(*) FROM released) AS released, (SELECT count(*) FROM wake) AS woke`,
+
+    /**
+     * releaseByOwner: gives back every lease still held under one claim's owner, like release.
+     * Params: $1 owner.
+     * Result: released (how many), woke.
+     * For a claim whose answer was lost: its worker knows the owner it sent, not the tokens.
+     */
+    releaseByOwner: `
+      WITH released AS (
+        UPDATE ${jobs} j SET state = 'pending', lease_until = NULL, attempts = greatest(j.attempts - 1, 0)
+        WHERE j.state = 'running' AND j.lease_owner = $1
         RETURNING j.run_at
       ),
       wake AS (

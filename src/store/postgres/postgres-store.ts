@@ -42,6 +42,7 @@ import type {
   JobHeartbeatParams,
   JobListParams,
   JobPruneParams,
+  JobReleaseByOwnerParams,
   JobReleaseParams,
   JobSubmitParams,
   NextRunAtParams,
@@ -317,6 +318,10 @@ export class PostgresStore implements Store {
 
   jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
     return this.queries.release(this.pool, params);
+  }
+
+  jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
+    return this.queries.releaseByOwner(this.pool, params);
   }
 
   jobCancel(params: JobCancelParams): Promise<CancelOutcome> {

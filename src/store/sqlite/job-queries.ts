@@ -212,6 +212,16 @@ export const JOB_RELEASE = `
   WHERE id = :id AND token = :token AND state = 'running'`;
 
 /**
+ * Gives back every lease still held under one claim's owner, like JOB_RELEASE.
+ * Parameters: :owner, :now. Result: changes = how many; RETURNING run_at for the wake-up.
+ * PostgreSQL: identical, plus its NOTIFY.
+ */
+export const JOB_RELEASE_BY_OWNER = `
+  UPDATE jobs SET state = 'pending', run_at = MIN(run_at, :now), lease_until = NULL, attempts = attempts - 1
+  WHERE state = 'running' AND lease_owner = :owner
+  RETURNING run_at`;
+
+/**
  * Cancels a live job. The token is left alone, so a worker holding it is refused (stale) on its
  * next heartbeat or completion.
  * Parameters: :id, :now. Result: changes = 1 when cancelled.

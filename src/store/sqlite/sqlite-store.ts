@@ -53,6 +53,7 @@ import type {
   JobLease,
   JobListParams,
   JobPruneParams,
+  JobReleaseByOwnerParams,
   JobReleaseParams,
   JobSubmitParams,
   NextRunAtParams,
@@ -514,6 +515,16 @@ export class SqliteStore implements Store {
     return 'released';
   }
 
+  async jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
+    const { count, nowMs } = this.write(() => {
+      const nowMs = this.clock(params.now);
+      const count = this.stmt.releaseByOwner.all({ owner: params.owner, now: nowMs }).length;
+      return { count, nowMs };
+    });
+    if (count > 0) this.notify(nowMs, nowMs);
+    return count;
+  }
+
   async jobCancel(params: JobCancelParams): Promise<CancelOutcome> {
     const id = parseId(params.id);
     if (id === null) return 'not_found';
@@ -799,6 +810,7 @@ function prepareStatements(db: Database.Database) {
     findHeld: db.prepare<Record<string, unknown>, { attempts: number }>(sql.JOB_FIND_HELD),
     retry: db.prepare(sql.JOB_RETRY),
     release: db.prepare(sql.JOB_RELEASE),
+    releaseByOwner: db.prepare(sql.JOB_RELEASE_BY_OWNER),
     cancel: db.prepare(sql.JOB_CANCEL),
     get: db.prepare<{ id: number }, JobRow>(sql.JOB_GET),
     deadGet: db.prepare<{ id: number }, JobRow>(sql.DEAD_GET),
