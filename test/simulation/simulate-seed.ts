@@ -15,16 +15,27 @@
  * throw on every attempt; whole workers that crash and come back under a new id; and database
  * restarts (the store is closed and reopened between two calls).
  *
+ * Recurring schedules: half the seeds also create one to three schedules in their queue (crons
+ * every 20, 30 or 60 s or at :00 and :45 of each minute, with or without jitter in either mode,
+ * any misfire policy, from a separate seeded random so each seed stays replayable), whose runs
+ * meet the same crashes, stalls and restarts, plus one fleet outage (every worker down at once
+ * for 20 to 150 s) so slots are missed and the misfire policy decides; workers call the repair
+ * sweep now and then, as real ones do. At 300 s the pending runs are recorded and the schedules paused, so the seed can end.
+ *
  * Checked per seed: I1 every job ends done or dead and nothing is left live; I2 at most one
  * accepted completion per job, and a done job ran its effect; I3 no claim while another claim's
  * lease (as last extended) is live and unended; I4 no claim before run_at by the database clock;
- * I5 poison jobs parked with attempts = maxAttempts; I6 every retry's delay inside its band.
+ * I5 poison jobs parked with attempts = maxAttempts; I6 every retry's delay inside its band;
+ * I7 one job per (schedule, slot), gaps only where the misfire policy allows, and no recurring
+ * run claimed before slot + jitter offset (test/stress/schedule-slot-checker.ts).
  */
-import type { ClaimedJob } from '../../src/job/job.js';
+import type { ClaimedJob, Job } from '../../src/job/job.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/job/job-spec.js';
 import { backoffBand, decideAfterFailure } from '../../src/retry/backoff.js';
 import { type Random, seededRandom } from '../../src/retry/random.js';
+import { normalizeScheduleSpec, type ScheduleSpec } from '../../src/schedule/schedule.js';
 import type { Store } from '../../src/store/store.js';
+import { checkScheduleSlots, type RunClaim } from '../stress/schedule-slot-checker.js';
 
 /** Opens the store again after a simulated restart; the data must still be there. */
 export interface SimulatedDatabase {
@@ -45,6 +56,11 @@ export interface SeedFigures {
   workerCrashes: number;
   earlyWakeUps: number;
   steps: number;
+  schedules: number;
+  fleetOutages: number;
+  recurringRuns: number;
+  gaps: number;
+  missedSlots: number;
 }
 
 /** The outcome of one seed. */
@@ -89,6 +105,9 @@ interface LeaseModel {
 const LEASE_MS = 30_000;
 const HEARTBEAT_OWN_MS = 10_000;
 const MAX_TIME_MS = 6000_000;
+/** When the seed's schedules are paused, so the seed can drain and end. */
+const SCHEDULES_STOP_MS = 300_000;
+const SCHEDULE_CRONS = ['*/20 * * * * *', '*/30 * * * * *', '0 * * * * *', '0,45 * * * * *'] as const;
 /** The simulation's epoch: a fixed instant, so every seed replays exactly. */
 const BASE_MS = Date.UTC(2030, 0, 1);
 
@@ -118,6 +137,11 @@ export async function simulateSeed(
     workerCrashes: 0,
     earlyWakeUps: 0,
     steps: 0,
+    schedules: 0,
+    fleetOutages: 0,
+    recurringRuns: 0,
+    gaps: 0,
+    missedSlots: 0,
   };
   let store = await database.open();
   const at = (t: number) => new Date(BASE_MS + t);
@@ -156,6 +180,42 @@ export async function simulateSeed(
       if (spec.kind !== 'normal') figures.poisonJobs += 1;
     });
 
+    // Schedules come from their own random, so a seed's jobs and faults stay as they were drawn.
+    const scheduleRandom = seededRandom(seed ^ 0x5c4ed);
+    const schedules: ScheduleSpec[] = [];
+    if (scheduleRandom() < 0.5) {
+      const scheduleCount = 1 + Math.floor(scheduleRandom() * 3);
+      for (let i = 0; i < scheduleCount; i += 1) {
+        const policy = choice(scheduleRandom, ['skip', 'run_once', 'catch_up'] as const);
+        const spec = normalizeScheduleSpec({
+          id: `${queue}.s${i}`,
+          cron: choice(scheduleRandom, SCHEDULE_CRONS),
+          jitterMs: choice(scheduleRandom, [0, 0, 5000, 15_000]),
+          jitterMode: choice(scheduleRandom, ['stable', 'per_occurrence'] as const),
+          misfire:
+            policy === 'catch_up'
+              ? {
+                  policy,
+                  catchUpWindowMs: choice(scheduleRandom, [45_000, 600_000]),
+                  maxCatchUpRuns: choice(scheduleRandom, [1, 2, 10]),
+                }
+              : { policy },
+          job: { kind: 'sched', queue, maxAttempts: 5 },
+        });
+        await store.scheduleUpsert({ now: at(0), spec });
+        schedules.push(spec);
+      }
+      figures.schedules += schedules.length;
+    }
+    let schedulesStopped = schedules.length === 0;
+    // One fleet outage while the schedules run: no worker claims, so slots pass unplanned.
+    let outageAt =
+      schedules.length === 0 ? Number.POSITIVE_INFINITY : 20_000 + Math.floor(scheduleRandom() * 200) * 1000;
+    const outageMs = 20_000 + Math.floor(scheduleRandom() * 130) * 1000;
+    const removedByPause: Job[] = [];
+    const recurringClaims: RunClaim[] = [];
+    const crashes: { from: number; to: number }[] = [];
+
     const workerCount = 1 + Math.floor(random() * 4);
     const workers: SimWorker[] = Array.from({ length: workerCount }, (_, i) => ({
       id: `sim-${seed}-w${i}`,
@@ -187,6 +247,26 @@ export async function simulateSeed(
         figures.restarts += 1;
       }
 
+      if (!schedulesStopped && t >= SCHEDULES_STOP_MS) {
+        // Pausing deletes the pending runs: record them first, so their slots count as planned.
+        schedulesStopped = true;
+        const pending = await store.jobList({ states: ['pending'], queue, limit: 1000 });
+        removedByPause.push(...pending.filter((job) => job.scheduleId !== null));
+        for (const spec of schedules) await store.schedulePause({ now, id: spec.id });
+      }
+
+      if (t >= outageAt) {
+        outageAt = Number.POSITIVE_INFINITY;
+        figures.fleetOutages += 1;
+        crashes.push({ from: t, to: t + outageMs });
+        for (const worker of workers) {
+          worker.generation += 1;
+          worker.downUntil = Math.max(worker.downUntil, t + outageMs);
+          worker.nextPollOwn = Number.NEGATIVE_INFINITY;
+        }
+        running = [];
+      }
+
       for (const worker of workers) {
         if (t < worker.downUntil) continue;
         if (random() < 0.004) {
@@ -194,6 +274,7 @@ export async function simulateSeed(
           figures.workerCrashes += 1;
           worker.generation += 1;
           worker.downUntil = t + 5000 + Math.floor(random() * 20) * 1000;
+          crashes.push({ from: t, to: worker.downUntil });
           worker.nextPollOwn = Number.NEGATIVE_INFINITY;
           running = running.filter((r) => r.worker !== worker);
           continue;
@@ -206,8 +287,13 @@ export async function simulateSeed(
           leaseMs: LEASE_MS,
           queues: [queue],
         });
+        // The repair sweep, as real workers run it every 30 s or so.
+        if (!schedulesStopped && scheduleRandom() < 0.1) await store.scheduleRepair({ now });
         for (const job of claimed) {
           figures.claims += 1;
+          if (job.scheduleId !== null) {
+            recurringClaims.push({ jobId: job.id, token: job.token, claimedAtMs: now.getTime() });
+          }
           const due = job.runAt.getTime() - BASE_MS;
           if (due > t) violate(`I4 job ${job.id} claimed at ${t} ms before its run_at ${due} ms`);
           const model = leases.get(job.id);
@@ -312,7 +398,7 @@ export async function simulateSeed(
         if (live.length === 0) break;
       }
       // Jump to the next instant anything can happen: a poll, a heartbeat, a finish, a restart.
-      let nextT = t + 60_000;
+      let nextT = Math.min(t + 60_000, outageAt);
       for (const worker of workers) {
         nextT = Math.min(nextT, t < worker.downUntil ? worker.downUntil : fromOwn(worker, worker.nextPollOwn));
       }
@@ -321,6 +407,30 @@ export async function simulateSeed(
         if (r.outcome === 'fail' || r.outcome === 'ok') nextT = Math.min(nextT, fromOwn(r.worker, r.nextBeatOwn));
       }
       t = Math.max(t + 1, Math.ceil(nextT));
+    }
+
+    // I1 for every job of the queue, recurring runs included: nothing live is left.
+    const live = await store.jobList({ states: ['pending', 'running'], queue, limit: 10 });
+    for (const job of live) violate(`I1 job ${job.id} (${job.kind}) ended ${job.state}`);
+
+    // I7: one job per slot, gaps only where the policy allows; recurring I4 against slot + offset.
+    if (schedules.length > 0) {
+      const rows = [
+        ...(await store.jobList({ queue, limit: 1000 })),
+        ...(await store.deadLetterList({ queue, limit: 1000 })),
+      ];
+      const verdict = checkScheduleSlots({
+        schedules,
+        jobs: rows,
+        removedByPause,
+        claims: recurringClaims,
+        causeOf: (fromMs, toMs) =>
+          crashes.some((c) => BASE_MS + c.from <= toMs && BASE_MS + c.to >= fromMs) ? 'worker crash' : 'poll cadence',
+      });
+      for (const line of verdict.violations) violate(line);
+      figures.recurringRuns += verdict.slotsRun;
+      figures.gaps += verdict.gaps;
+      figures.missedSlots += verdict.missedSlots;
     }
 
     // I1, I2, I5: every job terminal; one accepted completion; poison parked after maxAttempts.

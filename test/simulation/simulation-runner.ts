@@ -48,6 +48,11 @@ export async function runSimulation(store: StoreKind, firstSeed: number, seeds: 
       workerCrashes: 0,
       earlyWakeUps: 0,
       steps: 0,
+      schedules: 0,
+      fleetOutages: 0,
+      recurringRuns: 0,
+      gaps: 0,
+      missedSlots: 0,
     },
   );
   return {
@@ -69,6 +74,7 @@ export function formatSummary(summary: SimulationSummary): string {
     `  jobs ${f.jobs} (poison ${f.poisonJobs}), claims ${f.claims}, completions accepted ${f.completions}`,
     `  stale refused ${f.staleRefused}, effects that ran twice ${f.effectsTwice} (allowed)`,
     `  parked: poison ${f.poisonParked}/${f.poisonJobs}, healthy ${f.healthyParked}`,
+    `  schedules ${f.schedules}, fleet outages ${f.fleetOutages}, recurring runs ${f.recurringRuns}, gaps ${f.gaps} (${f.missedSlots} missed slots, all allowed unless listed as I7 violations)`,
     `  database restarts ${f.restarts}, worker crashes ${f.workerCrashes}, early wake-ups by skewed clocks ${f.earlyWakeUps}`,
     `  violations ${summary.violations.length}${summary.failedSeeds.length > 0 ? ` (seeds ${summary.failedSeeds.slice(0, 20).join(', ')})` : ''}`,
   ].join('\n');

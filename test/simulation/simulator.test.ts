@@ -1,6 +1,7 @@
 /**
  * CI-sized simulation: a few hundred seeds on SQLite and a few dozen on PostgreSQL, each checked
- * for I1-I6 with skewed worker clocks, store restarts, crashing workers and poison jobs. The long
+ * for I1-I7 with skewed worker clocks, store restarts, crashing workers, poison jobs and (in half
+ * the seeds) recurring schedules through a fleet outage. The long
  * version is `npm run simulate -- --seeds 5000 --store both`.
  */
 import { describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ import { formatSummary, runSimulation } from './simulation-runner.js';
 const SEEDS: Record<string, number> = { sqlite: 250, postgres: 30 };
 
 describe.each(storeKinds())('simulation on %s', (kind) => {
-  it(`keeps I1-I6 for ${SEEDS[kind]} seeds with skewed clocks, restarts and poison jobs`, async () => {
+  it(`keeps I1-I7 for ${SEEDS[kind]} seeds with skewed clocks, restarts, poison jobs and schedules`, async () => {
     const summary = await runSimulation(kind, 0, SEEDS[kind] ?? 30);
     const context = `${formatSummary(summary)}\n${summary.violations.slice(0, 20).join('\n')}`;
     expect(summary.violations, context).toEqual([]);
@@ -21,6 +22,8 @@ describe.each(storeKinds())('simulation on %s', (kind) => {
     expect(summary.figures.poisonParked, context).toBe(summary.figures.poisonJobs);
     expect(summary.figures.earlyWakeUps, context).toBeGreaterThan(0);
     expect(summary.figures.staleRefused, context).toBeGreaterThan(0);
+    expect(summary.figures.recurringRuns, context).toBeGreaterThan(0);
+    expect(summary.figures.gaps, context).toBeGreaterThan(0);
   }, 120_000);
 });
 
@@ -47,6 +50,8 @@ describe('the simulator itself', () => {
       }
       expect(violations.some((line) => line.includes(' I4 '))).toBe(true);
       expect(violations.some((line) => line.includes(' I3 '))).toBe(true);
+      // Recurring runs too, judged against slot + jitter offset recomputed from the schedule.
+      expect(violations.some((line) => line.includes(' I4 schedule '))).toBe(true);
     } finally {
       await database.drop();
     }

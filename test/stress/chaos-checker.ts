@@ -13,15 +13,20 @@
  * - I5 attempts are claims: poison jobs, including ones that exit their process, are parked with
  *   attempts = maxAttempts and never started more than maxAttempts times.
  * - I8 bounded recovery: after a worker is killed, its in-flight jobs start elsewhere within
- *   leaseMs + pollIntervalMs + slack (measured; kills overlapping a database restart are reported
- *   apart, since the database was down).
+ *   leaseMs + pollIntervalMs + slack (measured; kills overlapping a database restart or a fleet
+ *   freeze are reported apart, since nobody could claim).
  * - Fault class 5: statements the proxy let commit and then hid (ambiguous commits) end in the
  *   same state a clean call would have given: one job per idempotency key, no extra attempt.
+ * - I7 one run per recurring slot, and I4 for recurring runs (never before slot + jitter offset):
+ *   see schedule-slot-checker.ts for exactly what is checked; gaps are attributed to the fault
+ *   that overlapped the late claim (a restart, a killed or frozen worker, a cut connection) or to
+ *   none (a claim late under load).
  */
 import type { Job, RetryPolicy } from '../../src/job/job.js';
 import { backoffBand } from '../../src/retry/backoff.js';
 import type { LedgerEntry } from './chaos-worker.js';
 import type { CommitCut } from './commit-cutting-proxy.js';
+import { type CheckedSchedule, checkScheduleSlots, type ScheduleSlotVerdict } from './schedule-slot-checker.js';
 
 /** A job the producer was told about. */
 export interface SubmittedJob {
@@ -33,7 +38,7 @@ export interface SubmittedJob {
 
 /** One fault the nemesis injected (or a process that died by itself). */
 export interface FaultEvent {
-  type: 'kill' | 'pause' | 'restart' | 'terminate' | 'cut' | 'poisonExit';
+  type: 'kill' | 'pause' | 'freezeAll' | 'restart' | 'terminate' | 'cut' | 'poisonExit';
   /** Host epoch ms the fault began. */
   at: number;
   /** Host epoch ms it ended (pauses, restarts). */
@@ -62,6 +67,10 @@ export interface ChaosHistory {
   ledger: LedgerEntry[];
   /** Every job row at the end (jobs table and dead-letter table). */
   jobs: Job[];
+  /** The schedules the producer created (none in older histories). */
+  schedules?: CheckedSchedule[];
+  /** Their pending runs, recorded just before the final pause deleted them. */
+  removedByPause?: Job[];
 }
 
 /** The figures a run prints. */
@@ -75,6 +84,8 @@ export interface ChaosFigures {
   kills: number;
   poisonExits: number;
   pauses: number;
+  /** Fleet freezes: every worker SIGSTOPped at once. */
+  freezes: number;
   restarts: number;
   connectionsTerminated: number;
   ambiguousCommits: number;
@@ -97,6 +108,8 @@ export interface ChaosFigures {
   worstRecoveryAfterLostClaimMs: number | null;
   /** Healthy jobs parked, by the kind of their last error. */
   healthyParkedBy: Record<string, number>;
+  /** I7 and recurring I4 figures (gapList cut to its first 50). */
+  recurring: Omit<ScheduleSlotVerdict, 'violations'>;
 }
 
 /** The checker's verdict. */
@@ -257,14 +270,21 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
     }
   }
 
-  // Fault class 5 on the worker side: a hidden complete leaves the job done under that token.
+  // Fault class 5 on the worker side: a hidden complete leaves the job done under that token, or,
+  // when that token was already stale as it committed (its lease lapsed, e.g. in a fleet freeze),
+  // changes nothing: then a later claim carries a higher token. A done row is terminal and never
+  // claimed again, so a higher final token proves the hidden complete was refused, as a clean
+  // call would have been.
   for (const cut of history.workerCuts) {
     if (cut.failed || !cut.sql.includes("state = 'done'")) continue;
     const ids = parseArray(cut.params[1]);
     const tokens = parseArray(cut.params[2]);
     ids.forEach((id, i) => {
       const row = rows.get(id);
-      if (row?.state !== 'done' || row.token !== Number(tokens[i])) {
+      const token = Number(tokens[i]);
+      const tookEffect = row?.state === 'done' && row.token === token;
+      const refusedAsStale = row !== undefined && row.token > token;
+      if (!tookEffect && !refusedAsStale) {
         violate(
           `5 ambiguous complete: job ${id} token ${tokens[i]} committed but ended ${row?.state ?? 'missing'} token ${row?.token}`,
         );
@@ -293,7 +313,8 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
   let worstRecoveryAfterLostClaimMs: number | null = null;
   for (const fault of history.faults) {
     if ((fault.type !== 'kill' && fault.type !== 'poisonExit') || fault.pid === undefined) continue;
-    const duringRestart = restarts.some(
+    // A restart or a fleet freeze stops every claim: recoveries across one are reported apart.
+    const duringRestart = [...restarts, ...history.faults.filter((f) => f.type === 'freezeAll')].some(
       (r) => r.at <= fault.at + recoveryBoundMs && (r.until ?? r.at) + 2000 >= fault.at - history.leaseMs,
     );
     for (const start of startsByPid.get(fault.pid) ?? []) {
@@ -329,10 +350,37 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
     }
   }
 
-  const parked = history.jobs.filter((job) => job.state === 'dead');
+  // I7: one run per (schedule, slot), gaps only where the misfire policy allows.
+  const causeOf = (fromMs: number, toMs: number): string => {
+    const overlaps = (f: FaultEvent, before: number, after: number) =>
+      f.at - before <= toMs && (f.until ?? f.at) + after >= fromMs;
+    if (restarts.some((f) => overlaps(f, 500, 2000))) return 'database restart';
+    if (history.faults.some((f) => f.type === 'freezeAll' && overlaps(f, 0, 1000))) return 'every worker frozen';
+    if (history.faults.some((f) => ['kill', 'poisonExit', 'pause'].includes(f.type) && overlaps(f, 0, history.leaseMs)))
+      return 'worker killed or frozen';
+    if (history.faults.some((f) => ['terminate', 'cut'].includes(f.type) && overlaps(f, 0, 1000)))
+      return 'connection cut';
+    return 'no fault (late claim)';
+  };
+  const recurring = checkScheduleSlots({
+    schedules: history.schedules ?? [],
+    jobs: history.jobs,
+    removedByPause: history.removedByPause ?? [],
+    claims: history.ledger.flatMap((e) =>
+      e.e === 'start' && e.j !== undefined && e.c !== undefined && e.t !== undefined
+        ? [{ jobId: e.j, token: e.t, claimedAtMs: e.c }]
+        : [],
+    ),
+    causeOf,
+  });
+  for (const line of recurring.violations) violate(line);
+
+  // Recurring runs have their own figures: these count the producer's jobs only.
+  const oneOff = history.jobs.filter((job) => job.scheduleId === null);
+  const parked = oneOff.filter((job) => job.state === 'dead');
   const figures: ChaosFigures = {
     jobsSubmitted: history.submitted.length,
-    jobsDone: history.jobs.filter((job) => job.state === 'done').length,
+    jobsDone: oneOff.filter((job) => job.state === 'done').length,
     jobsParked: parked.length,
     healthyJobsParked: parked.filter((job) => !POISON.has(job.kind)).length,
     poisonJobsParked: parked.filter((job) => POISON.has(job.kind)).length,
@@ -340,6 +388,7 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
     kills: history.faults.filter((f) => f.type === 'kill').length,
     poisonExits: history.faults.filter((f) => f.type === 'poisonExit').length,
     pauses: history.faults.filter((f) => f.type === 'pause').length,
+    freezes: history.faults.filter((f) => f.type === 'freezeAll').length,
     restarts: restarts.length,
     connectionsTerminated: history.faults.filter((f) => f.type === 'terminate').length,
     ambiguousCommits: history.workerCuts.filter((c) => !c.failed).length + history.ambiguousSubmits.length,
@@ -360,6 +409,7 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
     recoveriesAfterLostClaim,
     worstRecoveryAfterLostClaimMs,
     healthyParkedBy: countLastError(parked.filter((job) => !POISON.has(job.kind))),
+    recurring: (({ violations: _v, ...rest }) => ({ ...rest, gapList: rest.gapList.slice(0, 50) }))(recurring),
   };
   return { figures, violations };
 }

@@ -4,14 +4,19 @@
  * Timeline: set up (own PostgreSQL cluster or a SQLite file), start the workers, then for
  * `faultMs` the producer submits one-off, delayed, failing, long and poison jobs while the
  * nemesis, every decision drawn from `seededRandom(seed)`, kills workers with SIGKILL, freezes
- * them with SIGSTOP past their lease, restarts PostgreSQL with `-m immediate`, terminates the
- * LISTEN connection and other backends, and hides the answer of committed statements through a
- * proxy (ambiguous commits). Then it heals everything, lets the queue drain, stops the workers
+ * them with SIGSTOP past their lease, freezes the whole fleet for 3-9 s (once halfway, then now
+ * and again), restarts PostgreSQL with `-m immediate`, terminates the LISTEN connection and other
+ * backends, and hides the answer of committed statements through a proxy (ambiguous commits). Then it heals everything, lets the queue drain, stops the workers
  * and hands the history, the ledgers and the final rows to the checker.
  *
  * Bounded: the fault phase and the drain have fixed limits, and every child process is killed on
- * the way out, including when the run throws. Loopback only. Recurring jobs are not submitted:
- * src/docket.ts exposes no schedules yet.
+ * the way out, including when the run throws. Loopback only.
+ *
+ * Recurring jobs: before the faults start the harness creates {@link CHAOS_SCHEDULES} (every one
+ * or two seconds, one per misfire policy, with and without jitter, one whose runs fail once);
+ * their runs go to the same faulty workers. Once the faults stop and everything is healed, the
+ * pending runs are recorded and the schedules paused (pausing deletes those runs), so the queue
+ * can drain; the checker then verifies I7 from the rows (schedule-slot-checker.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +28,7 @@ import { Docket } from '../../src/docket.js';
 import type { Job } from '../../src/job/job.js';
 import type { SubmitInput } from '../../src/job/job-spec.js';
 import { type Random, seededRandom } from '../../src/retry/random.js';
+import type { Schedule, ScheduleInput } from '../../src/schedule/schedule.js';
 import {
   type AmbiguousSubmit,
   type ChaosVerdict,
@@ -45,6 +51,50 @@ process.once('exit', () => {
   // 'exit' handlers must be synchronous; kill() is. A frozen (SIGSTOPped) child dies of SIGKILL too.
   for (const child of liveChildren) child.kill('SIGKILL');
 });
+
+const SCHEDULE_RETRY = { baseDelayMs: 100, factor: 2, maxDelayMs: 2000, jitterRatio: 0.2 };
+
+/**
+ * The harness's schedules: 6-field crons every one or two seconds, so a database restart or a
+ * few frozen workers miss several slots; one per misfire policy with and without jitter (both
+ * modes); one whose runs throw on their first attempt (a retried recurring run plans nothing).
+ * catch_up's cap is small (5) or its window short (4 s), so a fleet freeze (3-9 s) meets both.
+ */
+export const CHAOS_SCHEDULES: ScheduleInput[] = [
+  { id: 'chaos.1s.skip', cron: '* * * * * *', job: { kind: 'chaos.sched', payload: { ms: 20 }, maxAttempts: 20 } },
+  {
+    id: 'chaos.2s.run-once',
+    cron: '*/2 * * * * *',
+    misfire: { policy: 'run_once' },
+    job: { kind: 'chaos.sched', payload: { ms: 40 }, maxAttempts: 20 },
+  },
+  {
+    id: 'chaos.1s.catch-up-cap5',
+    cron: '* * * * * *',
+    misfire: { policy: 'catch_up', catchUpWindowMs: 60_000, maxCatchUpRuns: 5 },
+    job: { kind: 'chaos.sched', payload: { ms: 20 }, maxAttempts: 20 },
+  },
+  {
+    id: 'chaos.2s.skip-jitter',
+    cron: '*/2 * * * * *',
+    jitterMs: 1500,
+    jitterMode: 'per_occurrence',
+    job: { kind: 'chaos.sched', payload: { ms: 30 }, maxAttempts: 20 },
+  },
+  {
+    id: 'chaos.1s.catch-up-jitter',
+    cron: '* * * * * *',
+    jitterMs: 700,
+    misfire: { policy: 'catch_up', catchUpWindowMs: 4000, maxCatchUpRuns: 20 },
+    job: { kind: 'chaos.sched', payload: { ms: 20 }, maxAttempts: 20 },
+  },
+  {
+    id: 'chaos.2s.run-once-failing',
+    cron: '*/2 * * * * *',
+    misfire: { policy: 'run_once' },
+    job: { kind: 'chaos.sched.fail', payload: { ms: 10, failAttempts: 1 }, maxAttempts: 20, retry: SCHEDULE_RETRY },
+  },
+];
 
 /** Settings of one chaos run. */
 export interface ChaosOptions {
@@ -137,6 +187,10 @@ class ChaosRun {
   private submitRetries = 0;
   private sequence = 0;
   private restarting: Promise<void> | undefined;
+  private schedules: Schedule[] = [];
+  /** Host epoch ms until which a fleet freeze holds every worker (respawns wait for it). */
+  private frozenUntil = 0;
+  private removedByPause: Job[] = [];
 
   constructor(private readonly options: ChaosOptions) {
     this.nemesisRandom = seededRandom(options.seed);
@@ -152,6 +206,9 @@ class ChaosRun {
         `faults for ${Math.round(o.faultMs / 1000)} s, lease ${o.leaseMs} ms, heartbeat ${o.heartbeatIntervalMs} ms`,
     );
     await Promise.all(this.slots.map((slot) => this.spawnWorker(slot)));
+    for (const input of CHAOS_SCHEDULES) {
+      this.schedules.push((await (this.reader as Docket).schedule(input)).schedule);
+    }
 
     const faultStart = Date.now();
     const faultEnd = faultStart + o.faultMs;
@@ -177,7 +234,8 @@ class ChaosRun {
     for (const timer of this.pauseTimers) clearTimeout(timer);
     this.pauseTimers.clear();
     for (const slot of this.slots) this.resume(slot);
-    o.log(`chaos: faults stopped after ${Math.round(faultPhaseMs / 1000)} s; draining`);
+    await this.stopSchedules();
+    o.log(`chaos: faults stopped after ${Math.round(faultPhaseMs / 1000)} s; schedules paused; draining`);
 
     const drainStart = Date.now();
     const drained = await this.drain(drainStart + o.drainTimeoutMs);
@@ -197,6 +255,8 @@ class ChaosRun {
       ambiguousSubmits: this.ambiguousSubmits,
       ledger: entries,
       jobs,
+      schedules: this.schedules,
+      removedByPause: this.removedByPause,
     });
     const { log: _log, ...printable } = o;
     return {
@@ -300,7 +360,8 @@ class ChaosRun {
         resolve();
         if (this.keepWorkersAlive) {
           // Respawn after a short, seeded delay so the pool stays at strength.
-          const delay = 200 + Math.floor(this.respawnRandom() * 800);
+          // Not during a fleet freeze: a fresh worker would claim while "every worker" is frozen.
+          const delay = Math.max(200 + Math.floor(this.respawnRandom() * 800), this.frozenUntil - Date.now());
           setTimeout(() => {
             if (this.keepWorkersAlive && !slot.child) void this.spawnWorker(slot);
           }, delay);
@@ -437,19 +498,32 @@ class ChaosRun {
           ['cutComplete', 0.1],
           ['cutClaim', 0.05],
           ['cutSubmit', 0.1],
+          ['freezeAll', 0.03],
         ]
       : [
           ['kill', 0.55],
           ['pause', 0.45],
+          ['freezeAll', 0.03],
         ];
     const total = weights.reduce((sum, [, w]) => sum + w, 0);
+    // One fleet freeze halfway through, whatever the draws: every run gets a stretch in which
+    // no worker claims, so schedules miss slots and their misfire policies decide.
+    const midFreezeAt = faultEnd - o.faultMs / 2;
+    let midFreezeDone = false;
     while (Date.now() < faultEnd) {
       const wait = o.faultIntervalMs * (0.5 + this.nemesisRandom());
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(wait, faultEnd - Date.now()))));
       if (Date.now() >= faultEnd) break;
-      const action = pickWeighted(weights, this.nemesisRandom() * total);
+      let action = pickWeighted(weights, this.nemesisRandom() * total);
+      if (!midFreezeDone && Date.now() >= midFreezeAt && Date.now() >= this.frozenUntil) {
+        midFreezeDone = true;
+        action = 'freezeAll';
+      }
       const target = this.pick(this.liveSlots().filter((slot) => !slot.paused));
-      const holdMs = o.leaseMs + 300 + Math.floor(this.nemesisRandom() * 2500);
+      const holdMs =
+        action === 'freezeAll'
+          ? 3000 + Math.floor(this.nemesisRandom() * 6000)
+          : o.leaseMs + 300 + Math.floor(this.nemesisRandom() * 2500);
       try {
         await this.inject(action, target, holdMs);
       } catch (error) {
@@ -475,7 +549,27 @@ class ChaosRun {
         this.faults.push({ type: 'pause', at, until: at + holdMs, pid: target.pid });
         const timer = setTimeout(() => {
           this.pauseTimers.delete(timer);
-          this.resume(target);
+          this.resumeAfterFreeze(target);
+        }, holdMs);
+        this.pauseTimers.add(timer);
+        return;
+      }
+      case 'freezeAll': {
+        // Every worker process, ready or still starting: SIGSTOP for 3-9 s, then SIGCONT.
+        // Workers already paused stay paused: their own resume waits for the freeze to end.
+        const frozen = this.slots.filter((slot) => slot.child);
+        if (frozen.length === 0 || Date.now() < this.frozenUntil) return;
+        const at = Date.now();
+        this.frozenUntil = at + holdMs;
+        for (const slot of frozen) {
+          if (slot.paused) continue;
+          slot.child?.kill('SIGSTOP');
+          slot.paused = true;
+        }
+        this.faults.push({ type: 'freezeAll', at, until: at + holdMs, detail: `${frozen.length} workers` });
+        const timer = setTimeout(() => {
+          this.pauseTimers.delete(timer);
+          for (const slot of frozen) this.resume(slot);
         }, holdMs);
         this.pauseTimers.add(timer);
         return;
@@ -515,6 +609,50 @@ class ChaosRun {
         return;
       }
     }
+  }
+
+  /**
+   * Records each schedule's pending runs, then pauses it (which deletes them), so the queue can
+   * drain. The record lets the checker count those slots as planned. Retries with backoff: the
+   * database may still be coming back from the last restart.
+   */
+  private async stopSchedules(): Promise<void> {
+    const reader = this.reader;
+    if (!reader) return;
+    for (const schedule of this.schedules) {
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          const pending: Job[] = [];
+          let afterId: string | undefined;
+          for (;;) {
+            const page = await reader.listJobs({ states: ['pending'], kind: schedule.job.kind, limit: 1000, afterId });
+            pending.push(...page.filter((job) => job.scheduleId === schedule.id));
+            if (page.length < 1000) break;
+            afterId = page.at(-1)?.id;
+          }
+          await reader.pauseSchedule(schedule.id);
+          this.removedByPause.push(...pending);
+          break;
+        } catch (error) {
+          if (attempt >= 20) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 250 * Math.min(attempt + 1, 4)));
+        }
+      }
+    }
+  }
+
+  /** Resumes a paused worker now, or when the fleet freeze holding every worker ends. */
+  private resumeAfterFreeze(slot: WorkerSlot): void {
+    const waitMs = this.frozenUntil - Date.now();
+    if (waitMs <= 0) {
+      this.resume(slot);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.pauseTimers.delete(timer);
+      this.resume(slot);
+    }, waitMs);
+    this.pauseTimers.add(timer);
   }
 
   private resume(slot: WorkerSlot): void {

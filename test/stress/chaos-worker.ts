@@ -93,6 +93,9 @@ async function work(kind: string, payload: Work, ctx: Ctx): Promise<void> {
 docket.handle<Work>('chaos.ok', (payload, ctx) => work('chaos.ok', payload, ctx));
 docket.handle<Work>('chaos.fail', (payload, ctx) => work('chaos.fail', payload, ctx));
 docket.handle<Work>('chaos.long', (payload, ctx) => work('chaos.long', payload, ctx));
+// Recurring runs (the harness's schedules): the same handler, so they die and freeze with the rest.
+docket.handle<Work>('chaos.sched', (payload, ctx) => work('chaos.sched', payload, ctx));
+docket.handle<Work>('chaos.sched.fail', (payload, ctx) => work('chaos.sched.fail', payload, ctx));
 docket.handle('chaos.poison.throw', (_payload, ctx) => {
   started('chaos.poison.throw', ctx);
   throw new Error('chaos: poison job throws every time');

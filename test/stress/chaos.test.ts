@@ -1,7 +1,9 @@
 /**
  * CI-sized chaos runs: a minute of faults on PostgreSQL (its own cluster on port 5433: kills,
  * pauses, an immediate restart, terminated connections, ambiguous commits) and half a minute on
- * SQLite (kills and pauses of processes sharing one file), then drain and check every invariant.
+ * SQLite (kills and pauses of processes sharing one file), with one-off jobs and six recurring
+ * schedules (one run every one or two seconds) on the same workers, then drain and check every
+ * invariant, I7 (one run per slot) included.
  * The long run is `npm run chaos -- --minutes 10 …` (see docs/reliability.md).
  */
 import { describe, expect, it } from 'vitest';
@@ -21,6 +23,16 @@ function expectClean(result: ChaosResult): void {
   expect(f.kills + f.poisonExits, context).toBeGreaterThan(0);
   expect(f.pauses, context).toBeGreaterThan(0);
   expect(f.poisonJobsParked, context).toBeGreaterThan(0);
+  // I7: the schedules ran through the faults, one job per slot, gaps only where allowed.
+  expect(f.recurring.schedules, context).toBeGreaterThan(0);
+  expect(f.recurring.slotsRun, context).toBeGreaterThan(f.recurring.schedules * 10);
+  expect(f.recurring.duplicateSlots, context).toBe(0);
+  expect(f.recurring.slotsNeverPlanned, context).toBe(0);
+  expect(f.recurring.gapsNotAllowed, context).toBe(0);
+  expect(f.recurring.runsStartedEarly, context).toBe(0);
+  // The fleet freeze halfway through must have made schedules miss slots, or the policies went untested.
+  expect(f.freezes, context).toBeGreaterThan(0);
+  expect(f.recurring.gaps, context).toBeGreaterThan(0);
 }
 
 describe('chaos', () => {

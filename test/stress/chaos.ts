@@ -8,6 +8,7 @@
  */
 import { Command } from 'commander';
 import { type ChaosResult, DEFAULT_CHAOS_OPTIONS, runChaos } from './chaos-run.js';
+import { formatScheduleSlots } from './schedule-slot-checker.js';
 
 const program = new Command()
   .name('chaos')
@@ -47,7 +48,7 @@ export function formatFigures(result: ChaosResult): string {
     `jobs submitted                ${f.jobsSubmitted} (done ${f.jobsDone}, parked ${f.jobsParked}: poison ${f.poisonJobsParked}, healthy ${f.healthyJobsParked} ${JSON.stringify(f.healthyParkedBy)})`,
     `handler starts                ${f.handlerStarts}`,
     `kills (kill -9)               ${f.kills} (+ ${f.poisonExits} poison-job exits)`,
-    `pauses (SIGSTOP past lease)   ${f.pauses}`,
+    `pauses (SIGSTOP past lease)   ${f.pauses} (+ ${f.freezes} fleet freezes: every worker, 3-9 s)`,
     `database restarts             ${f.restarts}`,
     `connections terminated        ${f.connectionsTerminated}`,
     `ambiguous commits             ${f.ambiguousCommits}`,
@@ -59,8 +60,9 @@ export function formatFigures(result: ChaosResult): string {
     `retries before their backoff  ${f.retriesBeforeBackoff} (must be 0)`,
     `overlapping leases seen       ${f.overlappingLeases} (must be 0)`,
     `duplicate idempotency keys    ${f.duplicateKeys}`,
-    `worst recovery after a kill   ${f.worstRecoveryAfterKillMs ?? '-'} ms (bound ${f.recoveryBoundMs} ms; ${f.recoveriesMeasured} measured; during a restart: ${f.worstRecoveryDuringRestartMs ?? '-'} ms)`,
+    `worst recovery after a kill   ${f.worstRecoveryAfterKillMs ?? '-'} ms (bound ${f.recoveryBoundMs} ms; ${f.recoveriesMeasured} measured; during a restart or freeze: ${f.worstRecoveryDuringRestartMs ?? '-'} ms)`,
     `  after a further lost claim  ${f.worstRecoveryAfterLostClaimMs ?? '-'} ms (${f.recoveriesAfterLostClaim} such)`,
+    ...formatScheduleSlots({ ...f.recurring, violations: [] }),
     `submit retries                ${result.submitRetries}`,
     `violations                    ${result.violations.length}`,
   ];
