@@ -343,7 +343,10 @@ async function playStory(
     `child-B's completion with token ${started4.token} sent through the Store: '${replay}'; job ${job4.id} stays ${after4?.state} with token ${after4?.token}`,
   );
   check(
-    replay === 'stale' && after4?.state === 'done' && after4.token === 2 && after4.leaseOwner?.startsWith('local-takeover/') === true,
+    replay === 'stale' &&
+      after4?.state === 'done' &&
+      after4.token === 2 &&
+      after4.leaseOwner?.startsWith('local-takeover/') === true,
     `a completion carrying the stale token 1 was refused and changed nothing`,
   );
   childB.process.kill('SIGTERM');
