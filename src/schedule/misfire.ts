@@ -69,6 +69,11 @@ export function planScheduleRuns(input: MisfireInput): MisfirePlan {
   // only the slots after this boundary need their own run time compared with now.
   const boundary = new Date(Math.max(lastSlotAt.getTime(), nowMs - schedule.jitterMs));
   const recentMissed: PlannedRun[] = [];
+  // With per-occurrence jitter wider than the spacing, a later slot can fall due before the run
+  // being claimed. Such a slot was overtaken, not missed: nothing was late, so it runs (due at
+  // once) whatever the misfire policy.
+  const overtaken: PlannedRun[] = [];
+  const claimedRunAtMs = input.lastSlotRunsNow ? plannedRun(schedule, lastSlotAt).runAt.getTime() : Number.NaN;
   let candidate = nextSlotAfter(schedule, boundary);
   let next: PlannedRun | null = null;
   while (candidate !== null) {
@@ -76,6 +81,11 @@ export function planScheduleRuns(input: MisfireInput): MisfirePlan {
     if (run.runAt.getTime() > nowMs) {
       next = run;
       break;
+    }
+    if (run.runAt.getTime() <= claimedRunAtMs) {
+      overtaken.push(run);
+      candidate = nextSlotAfter(schedule, candidate);
+      continue;
     }
     recentMissed.push(run);
     if (recentMissed.length >= MAX_JITTER_WINDOW_SCAN) {
@@ -94,12 +104,12 @@ export function planScheduleRuns(input: MisfireInput): MisfirePlan {
   const missed = recentMissed.length > 0 || olderMissed(justAfterBoundary, lastSlotAt) !== null;
 
   const { misfire } = schedule;
-  if (!missed || misfire.policy === 'skip') return { runs: [], next, missed };
+  if (!missed || misfire.policy === 'skip') return { runs: overtaken, next, missed };
 
   if (misfire.policy === 'run_once') {
-    if (input.lastSlotRunsNow) return { runs: [], next, missed };
+    if (input.lastSlotRunsNow) return { runs: overtaken, next, missed };
     const latest = recentMissed.at(-1) ?? plannedRun(schedule, olderMissed(justAfterBoundary, lastSlotAt) as Date);
-    return { runs: [latest], next, missed };
+    return { runs: [...overtaken, latest], next, missed };
   }
 
   // catch_up: the latest maxCatchUpRuns missed slots no older than the window.
@@ -109,7 +119,7 @@ export function planScheduleRuns(input: MisfireInput): MisfirePlan {
     const floor = new Date(Math.max(lastSlotAt.getTime(), windowStartMs - 1));
     runs.unshift(...olderMissedSlots(schedule, floor, justAfterBoundary, misfire.maxCatchUpRuns - runs.length));
   }
-  return { runs, next, missed };
+  return { runs: [...overtaken, ...runs].sort((a, b) => a.slot.getTime() - b.slot.getTime()), next, missed };
 }
 
 /**
