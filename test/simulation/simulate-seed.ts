@@ -115,16 +115,9 @@ function choice<T>(random: Random, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)] as T;
 }
 
-/** Runs seed `seed` against `database`, in queue `queue` (so seeds can share one database). */
-export async function simulateSeed(
-  seed: number,
-  database: SimulatedDatabase,
-  queue = `sim-${seed}`,
-): Promise<SeedResult> {
-  const random = seededRandom(seed);
-  const violations: string[] = [];
-  const violate = (line: string) => violations.push(`seed ${seed}: ${line}`);
-  const figures: SeedFigures = {
+/** Every figure at zero: one seed's starting counts, and the identity for summing seeds. */
+export function emptySeedFigures(): SeedFigures {
+  return {
     jobs: 0,
     poisonJobs: 0,
     claims: 0,
@@ -143,6 +136,18 @@ export async function simulateSeed(
     gaps: 0,
     missedSlots: 0,
   };
+}
+
+/** Runs seed `seed` against `database`, in queue `queue` (so seeds can share one database). */
+export async function simulateSeed(
+  seed: number,
+  database: SimulatedDatabase,
+  queue = `sim-${seed}`,
+): Promise<SeedResult> {
+  const random = seededRandom(seed);
+  const violations: string[] = [];
+  const violate = (line: string) => violations.push(`seed ${seed}: ${line}`);
+  const figures = emptySeedFigures();
   let store = await database.open();
   const at = (t: number) => new Date(BASE_MS + t);
   try {

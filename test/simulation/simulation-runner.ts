@@ -5,7 +5,7 @@
  * own cluster). Seeds share one database, each in its own queue.
  */
 import { createTestDatabase, type StoreKind } from '../support/stores.js';
-import { type SeedFigures, type SeedResult, simulateSeed } from './simulate-seed.js';
+import { emptySeedFigures, type SeedFigures, type SeedResult, simulateSeed } from './simulate-seed.js';
 
 /** The summed outcome of a batch of seeds on one store. */
 export interface SimulationSummary {
@@ -30,31 +30,10 @@ export async function runSimulation(store: StoreKind, firstSeed: number, seeds: 
   } finally {
     await database.drop();
   }
-  const figures = results.reduce<SeedFigures>(
-    (sum, result) => {
-      for (const key of Object.keys(sum) as (keyof SeedFigures)[]) sum[key] += result.figures[key];
-      return sum;
-    },
-    {
-      jobs: 0,
-      poisonJobs: 0,
-      claims: 0,
-      completions: 0,
-      staleRefused: 0,
-      effectsTwice: 0,
-      healthyParked: 0,
-      poisonParked: 0,
-      restarts: 0,
-      workerCrashes: 0,
-      earlyWakeUps: 0,
-      steps: 0,
-      schedules: 0,
-      fleetOutages: 0,
-      recurringRuns: 0,
-      gaps: 0,
-      missedSlots: 0,
-    },
-  );
+  const figures = results.reduce<SeedFigures>((sum, result) => {
+    for (const key of Object.keys(sum) as (keyof SeedFigures)[]) sum[key] += result.figures[key];
+    return sum;
+  }, emptySeedFigures());
   return {
     store,
     seeds,
