@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Runs the whole vitest suite and prints the plain closing line CI reads: "N passed, N failed".
-// vitest's own summary is not read by CI, so the counts come from its JSON report. Exits non-zero
-// when any test failed, any file failed to load, or no test ran at all.
+// vitest's own summary is not read by CI, so the counts come from its JSON report, which stays in
+// .test-report.json for .ci/run to fold into its own closing line. Exits non-zero when any test
+// failed, any file failed to load, or no test ran at all.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
+import { closingLine, readVitestReport } from './vitest-report.mjs';
 
 const report = '.test-report.json';
 rmSync(report, { force: true });
@@ -17,20 +19,8 @@ const args = [
 ];
 const run = spawnSync('npx', args, { stdio: 'inherit' });
 
-if (!existsSync(report)) {
-  console.log('0 passed, 1 failed');
-  console.error(`vitest wrote no report (exit ${run.status}); treating the run as failed.`);
-  process.exit(1);
-}
-const result = JSON.parse(readFileSync(report, 'utf8'));
-const passed = result.numPassedTests ?? 0;
-let failed = result.numFailedTests ?? 0;
-const skipped = (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0);
-// A file that fails to import has no failing test, yet the run is broken: count it as a failure.
-const brokenFiles = (result.testResults ?? []).filter(
-  (file) => file.status === 'failed' && file.assertionResults?.length === 0,
-);
-failed += brokenFiles.length;
-for (const file of brokenFiles) console.error(`test file failed to run: ${file.name}\n${file.message ?? ''}`);
-console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-process.exit(failed > 0 || passed === 0 || run.status !== 0 ? 1 : 0);
+const counts = readVitestReport(report);
+if (counts.problem) console.error(`vitest wrote no usable report (exit ${run.status}): ${counts.problem}`);
+for (const file of counts.brokenFiles) console.error(`test file failed to run: ${file.name}\n${file.message}`);
+console.log(closingLine(counts));
+process.exit(counts.failed > 0 || counts.passed === 0 || run.status !== 0 ? 1 : 0);

@@ -4,17 +4,45 @@
  * way those faces touch jobs; none of them writes its own SQL.
  */
 import { ConfigurationError, ValidationError } from './job/errors.js';
-import type { Job, JsonValue } from './job/job.js';
-import type { JobSpec, SubmitInput } from './job/job-spec.js';
+import type { Job } from './job/job.js';
+import {
+  type AnyKindSubmitInput,
+  type DefinedJob,
+  type DefinedScheduleJob,
+  JobDefinition,
+  type JobKind,
+  type JobSubmitOptions,
+  type JsonCompatible,
+  type KindScheduleJob,
+  type KindSubmitInput,
+  type PayloadOf,
+  type UntypedKind,
+  type UntypedScheduleJob,
+  type UntypedSubmitInput,
+} from './job/job-definition.js';
+import type { JobSpec } from './job/job-spec.js';
 import { describe, normalizeSubmit, validateKind } from './job/job-spec.js';
+import { afterJobId, jobId, listStates, pageSize, purgeIds } from './job/list-params.js';
 import type { Random } from './retry/random.js';
-import { normalizeScheduleSpec, type Schedule, type ScheduleInput, validateScheduleId } from './schedule/schedule.js';
+import { countsByQueue, unhandledCounts } from './routing/routing.js';
+import {
+  normalizeRemoteRegistration,
+  type RemoteWorkerRegistration,
+  validateRegistryTtlMs,
+} from './routing/worker-registration.js';
+import {
+  normalizeScheduleSpec,
+  type Schedule,
+  type ScheduleInputWith,
+  validateScheduleId,
+} from './schedule/schedule.js';
 import type { OpenStoreOptions } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import type {
   CancelOutcome,
   DeadLetterListParams,
   DeadLetterPurgeParams,
+  DueKindCount,
   JobListParams,
   QueueState,
   QueueStats,
@@ -22,6 +50,7 @@ import type {
   ScheduleUpsertResult,
   Store,
   SubmitResult,
+  WorkerRecord,
 } from './store/store.js';
 import { DocketEvents } from './worker/docket-events.js';
 import type { JobHandler } from './worker/job-handler.js';
@@ -44,6 +73,12 @@ export interface DocketOptions extends OpenStoreOptions {
   retentionMs?: number | undefined;
   /** How often running workers' Docket prunes finished records, ms; default 10 minutes. */
   pruneIntervalMs?: number | undefined;
+  /**
+   * Opt-in: running workers park a due job that no live worker has served (no registered worker
+   * claims its queue and kind) for longer than this, ms, with a reason saying so. Off by default:
+   * such a job waits, pending and counted by {@link Docket.unhandledJobs}, for a worker with its handler.
+   */
+  unhandledAfterMs?: number | undefined;
 }
 
 /** Options of {@link Docket.submit} and {@link Docket.submitMany}. */
@@ -65,20 +100,39 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 3600_000;
 /** Default time between prunes while a worker runs. */
 export const DEFAULT_PRUNE_INTERVAL_MS = 10 * 60_000;
 
-const OPTION_NAMES = new Set<string>([
-  'url',
-  'store',
-  'random',
-  'logger',
-  'retentionMs',
-  'pruneIntervalMs',
-  'schema',
-  'poolSize',
-  'busyTimeoutMs',
-  'wakeHorizonMs',
-  'synchronous',
-  'connectTimeoutMs',
-]);
+/**
+ * Every store option, checked against {@link OpenStoreOptions} by the compiler: adding a store
+ * option without listing it here fails to compile, so `Docket.open` can never again accept an
+ * option and silently drop it on the way to the store.
+ */
+const STORE_OPTION_NAMES = Object.keys({
+  schema: true,
+  poolSize: true,
+  connectTimeoutMs: true,
+  wakeHorizonMs: true,
+  busyTimeoutMs: true,
+  synchronous: true,
+} as const satisfies Record<keyof OpenStoreOptions, true>) as (keyof OpenStoreOptions)[];
+
+/** The options Docket itself reads, checked likewise against {@link DocketOptions}. */
+const DOCKET_OWN_OPTION_NAMES = Object.keys({
+  url: true,
+  store: true,
+  random: true,
+  logger: true,
+  retentionMs: true,
+  pruneIntervalMs: true,
+  unhandledAfterMs: true,
+} as const satisfies Record<Exclude<keyof DocketOptions, keyof OpenStoreOptions>, true>);
+
+const OPTION_NAMES = new Set<string>([...DOCKET_OWN_OPTION_NAMES, ...STORE_OPTION_NAMES]);
+
+/** The store options set in `options` (undefined ones left out), to pass on unchanged. */
+function storeOptionsOf(options: DocketOptions): OpenStoreOptions {
+  const picked: Record<string, unknown> = {};
+  for (const name of STORE_OPTION_NAMES) if (options[name] !== undefined) picked[name] = options[name];
+  return picked as OpenStoreOptions;
+}
 
 /** A Docket: submit jobs, register handlers, run workers, administer queues. */
 export class Docket {
@@ -96,6 +150,7 @@ export class Docket {
   private readonly logger: Logger;
   private readonly ownsStore: boolean;
   private readonly pruneIntervalMs: number;
+  private readonly unhandledAfterMs: number | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private pruning: Promise<unknown> | undefined;
   private closing: Promise<void> | undefined;
@@ -108,6 +163,7 @@ export class Docket {
     this.events = new DocketEvents(this.logger);
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.pruneIntervalMs = options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS;
+    this.unhandledAfterMs = options.unhandledAfterMs;
   }
 
   /** Opens (and migrates) the store named by `options.url`, or wraps `options.store`. */
@@ -120,7 +176,7 @@ export class Docket {
         throw new ConfigurationError(`unknown Docket option ${key} (known: ${[...OPTION_NAMES].join(', ')})`);
       }
     }
-    for (const name of ['retentionMs', 'pruneIntervalMs'] as const) {
+    for (const name of ['retentionMs', 'pruneIntervalMs', 'unhandledAfterMs'] as const) {
       const value = options[name];
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
         throw new ConfigurationError(`Docket option ${name} must be a positive integer, got ${describe(value)}`);
@@ -129,15 +185,22 @@ export class Docket {
     if (options.random !== undefined && typeof options.random !== 'function') {
       throw new ConfigurationError('Docket option random must be a function returning a number in [0, 1)');
     }
-    if (options.store) return new Docket(options.store, false, options);
+    const storeOptions = storeOptionsOf(options);
+    if (options.store) {
+      // An open store was configured when it was opened; these would be silently ignored.
+      const ignored = Object.keys(storeOptions);
+      if (ignored.length > 0) {
+        throw new ConfigurationError(
+          `Docket option${ignored.length > 1 ? 's' : ''} ${ignored.join(', ')} cannot be applied to an already-open store; ` +
+            'pass them when opening the store, or give url instead of store',
+        );
+      }
+      return new Docket(options.store, false, options);
+    }
     if (options.url === undefined) {
       throw new ConfigurationError('Docket.open needs a url (postgres://… or sqlite:…) or an open store');
     }
-    const store = await openStore(options.url, {
-      schema: options.schema,
-      poolSize: options.poolSize,
-      busyTimeoutMs: options.busyTimeoutMs,
-    });
+    const store = await openStore(options.url, storeOptions);
     return new Docket(store, true, options);
   }
 
@@ -146,7 +209,12 @@ export class Docket {
    * into your transaction (it exists when you commit). Bad input throws {@link ValidationError},
    * writing nothing.
    */
-  async submit<P = JsonValue>(input: SubmitInput<P>, options: SubmitOptions = {}): Promise<SubmitResult> {
+  submit<P>(input: DefinedJob<P, JobSubmitOptions>, options?: SubmitOptions): Promise<SubmitResult>;
+  /** Typed by {@link DocketJobs}: the kind must be declared there and the payload of its type. */
+  submit<const K extends JobKind>(input: KindSubmitInput<K>, options?: SubmitOptions): Promise<SubmitResult>;
+  /** While {@link DocketJobs} is empty: any kind, with a payload of any JSON type. */
+  submit<P extends JsonCompatible<P>>(input: UntypedSubmitInput<P>, options?: SubmitOptions): Promise<SubmitResult>;
+  async submit(input: object, options: SubmitOptions = {}): Promise<SubmitResult> {
     const transaction = this.submitTransaction(options);
     const spec = normalizeSubmit(input, this.random);
     const [result] = await this.store.jobSubmit({ jobs: [spec], transaction });
@@ -160,10 +228,13 @@ export class Docket {
    * {@link ValidationError} naming it (`jobs[3].runAt`) and nothing is written. With
    * `options.transaction` the batch joins your transaction, as in {@link submit}.
    */
-  async submitMany<P = JsonValue>(
-    inputs: readonly SubmitInput<P>[],
-    options: SubmitOptions = {},
-  ): Promise<SubmitResult[]> {
+  submitMany(
+    // Plain inputs are checked by kind once DocketJobs is declared; before that their payloads
+    // are checked at runtime only (one type parameter cannot describe each element's payload).
+    inputs: readonly (DefinedJob<unknown, JobSubmitOptions> | AnyKindSubmitInput | UntypedSubmitInput<unknown>)[],
+    options?: SubmitOptions,
+  ): Promise<SubmitResult[]>;
+  async submitMany(inputs: readonly object[], options: SubmitOptions = {}): Promise<SubmitResult[]> {
     const transaction = this.submitTransaction(options);
     if (!Array.isArray(inputs)) throw new ValidationError('jobs', `must be an array, got ${describe(inputs)}`);
     const specs = inputs.map((input, i) => {
@@ -178,8 +249,14 @@ export class Docket {
     return results;
   }
 
-  /** Registers the handler for `kind`; `P` is the payload type its submitters send. */
-  handle<P = JsonValue>(kind: string, handler: JobHandler<P>): this {
+  /** Registers the handler for a {@link defineJob} definition; it receives that definition's payload type. */
+  handle<P>(definition: JobDefinition<P>, handler: JobHandler<P>): this;
+  /** Registers the handler for `kind`; with {@link DocketJobs} declared, a declared kind and its payload type. */
+  handle<const K extends JobKind>(kind: K, handler: JobHandler<PayloadOf<K>>): this;
+  /** While {@link DocketJobs} is empty: `P` is the payload type its submitters send (JSON only). */
+  handle<P extends JsonCompatible<P>>(kind: UntypedKind, handler: JobHandler<P>): this;
+  handle(kindOrDefinition: string | JobDefinition<unknown>, handler: JobHandler<never>): this {
+    const kind = kindOrDefinition instanceof JobDefinition ? kindOrDefinition.kind : kindOrDefinition;
     validateKind(kind);
     if (typeof handler !== 'function') {
       throw new ValidationError('handler', `must be a function, got ${describe(handler)}`);
@@ -201,6 +278,7 @@ export class Docket {
         events: this.events,
         logger: this.logger,
         random: this.random,
+        unhandledAfterMs: this.unhandledAfterMs,
         onStart: (w) => this.workerStarted(w),
         onStop: (w) => this.workerStopped(w),
       },
@@ -211,38 +289,78 @@ export class Docket {
   }
 
   /** Any job by id, in any state; null when unknown or pruned. */
-  getJob(id: string): Promise<Job | null> {
+  async getJob(id: string): Promise<Job | null> {
     return this.store.jobGet({ id: validateId(id) });
   }
 
-  /** Jobs by state, queue and kind, ordered by id, paged by `afterId`. */
-  listJobs(params: JobListParams = {}): Promise<Job[]> {
-    return this.store.jobList(params);
+  /**
+   * Jobs by state, queue and kind, ordered by id, paged by `afterId` (`limit` 1 to 1000, default
+   * 100). A bad id, limit or state, or an unknown parameter, rejects with {@link ValidationError}.
+   */
+  async listJobs(params: JobListParams = {}): Promise<Job[]> {
+    return this.store.jobList(validateListParams(params, JOB_LIST_PARAMS));
   }
 
   /** Cancels a live job; a running one loses its lease and its handler's signal aborts at the next heartbeat. */
-  cancelJob(id: string): Promise<CancelOutcome> {
+  async cancelJob(id: string): Promise<CancelOutcome> {
     return this.store.jobCancel({ id: validateId(id) });
   }
 
-  /** Parked jobs, ordered by id. */
-  listDeadLetters(params: DeadLetterListParams = {}): Promise<Job[]> {
-    return this.store.deadLetterList(params);
+  /** Parked jobs, ordered by id, paged as {@link listJobs} is. */
+  async listDeadLetters(params: DeadLetterListParams = {}): Promise<Job[]> {
+    return this.store.deadLetterList(validateListParams(params, DEAD_LETTER_LIST_PARAMS));
   }
 
   /** Moves a parked job back to pending with fresh attempts, due now; null when it is not parked. */
-  retryDeadLetter(id: string): Promise<Job | null> {
+  async retryDeadLetter(id: string): Promise<Job | null> {
     return this.store.deadLetterRetry({ id: validateId(id) });
   }
 
-  /** Deletes parked jobs by id or parked before an instant; returns how many. */
-  purgeDeadLetters(params: DeadLetterPurgeParams): Promise<number> {
-    return this.store.deadLetterPurge(params);
+  /** Deletes parked jobs by id (1 to 10 000 job ids) or parked before an instant; returns how many. */
+  async purgeDeadLetters(params: DeadLetterPurgeParams): Promise<number> {
+    checkParamKeys(params, PURGE_PARAMS);
+    return this.store.deadLetterPurge({ ...params, ids: purgeIds(params.ids) });
   }
 
-  /** Job counts by queue and state. */
-  queueStats(): Promise<QueueStats[]> {
-    return this.store.queueStats();
+  /**
+   * Job counts by queue and state; `unhandled` counts the available jobs of each queue that no
+   * live worker in the registry serves (see {@link unhandledJobs}).
+   */
+  async queueStats(): Promise<QueueStats[]> {
+    const [stats, unhandled] = await Promise.all([this.store.queueStats(), this.unhandledJobs()]);
+    const byQueue = countsByQueue(unhandled);
+    return stats.map((entry) => ({ ...entry, unhandled: byQueue.get(entry.queue) ?? 0 }));
+  }
+
+  /**
+   * Due, pending jobs that no live worker serves, counted by queue and kind: no registered worker
+   * claims from their queue, has their kind (or is a catch-all) and does not exclude it. They wait,
+   * pending, until a worker with their handler starts; they are never parked for want of one.
+   */
+  async unhandledJobs(): Promise<DueKindCount[]> {
+    const [due, workers] = await Promise.all([this.store.jobDueCountsByKind(), this.store.workerList()]);
+    return unhandledCounts(due, workers);
+  }
+
+  /** The live workers of every process sharing this store (local and remote), ordered by id. */
+  listWorkers(): Promise<WorkerRecord[]> {
+    return this.store.workerList();
+  }
+
+  /** The kinds this Docket has handlers for, sorted: what its workers claim by default. */
+  handledKinds(): string[] {
+    return [...this.handlers.keys()].sort();
+  }
+
+  /**
+   * Records (or refreshes) a remote HTTP worker in the registry, for `ttlMs` (default 30 s):
+   * the HTTP face calls it on each claim, so a remote worker is listed while it polls. Built-in
+   * kinds are always excluded (remote workers never get them). Bad input throws
+   * {@link ValidationError} naming the field, writing nothing.
+   */
+  async registerRemoteWorker(registration: RemoteWorkerRegistration, ttlMs?: number): Promise<WorkerRecord> {
+    const worker = normalizeRemoteRegistration(registration);
+    return this.store.workerRegister({ worker, ttlMs: validateRegistryTtlMs(ttlMs) });
   }
 
   /**
@@ -250,7 +368,12 @@ export class Docket {
    * cron, an unknown time zone, a negative or NaN jitter, a too-long id…) throws a
    * {@link ValidationError} naming the field, and nothing is stored.
    */
-  async schedule<P = JsonValue>(input: ScheduleInput<P>): Promise<ScheduleUpsertResult> {
+  schedule(input: ScheduleInputWith<DefinedScheduleJob>): Promise<ScheduleUpsertResult>;
+  /** Typed by {@link DocketJobs}: the job's kind must be declared there and its payload of its type. */
+  schedule<const K extends JobKind>(input: ScheduleInputWith<KindScheduleJob<K>>): Promise<ScheduleUpsertResult>;
+  /** While {@link DocketJobs} is empty: any kind, with a payload of any JSON type. */
+  schedule<P extends JsonCompatible<P>>(input: ScheduleInputWith<UntypedScheduleJob<P>>): Promise<ScheduleUpsertResult>;
+  async schedule(input: object): Promise<ScheduleUpsertResult> {
     return this.store.scheduleUpsert({ spec: normalizeScheduleSpec(input) });
   }
 
@@ -372,10 +495,10 @@ export class Docket {
     this.pruneTimer = setTimeout(() => {
       this.pruning = this.pruneFinished()
         .then((count) => {
-          if (count > 0) this.logger.info('docket: pruned finished jobs', { count, retentionMs: this.retentionMs });
+          if (count > 0) this.logger.info({ count, retentionMs: this.retentionMs }, 'docket: pruned finished jobs');
         })
         .catch((error: unknown) => {
-          this.logger.warn('docket: prune failed', errorFields(error));
+          this.logger.warn({ operation: 'prune', ...errorFields(error) }, 'docket: prune failed');
           this.events.emit('error', { error, operation: 'prune' });
         })
         .finally(() => {
@@ -393,9 +516,34 @@ export class Docket {
   }
 }
 
+/** A job id argument, by the one job-id rule every face applies (src/job/list-params.ts). */
 function validateId(id: unknown): string {
-  if (typeof id !== 'string' || !/^[0-9]{1,20}$/.test(id)) {
-    throw new ValidationError('id', `must be a job id (a string of digits), got ${describe(id)}`);
+  return jobId(id, 'id');
+}
+
+/** The parameters each list takes; any other key is refused rather than silently ignored. */
+const JOB_LIST_PARAMS = new Set<string>(['states', 'queue', 'kind', 'limit', 'afterId']);
+const DEAD_LETTER_LIST_PARAMS = new Set<string>(['queue', 'kind', 'limit', 'afterId']);
+const PURGE_PARAMS = new Set<string>(['ids', 'parkedBefore']);
+
+/** Refuses a non-object or an unknown key (a misspelt `after` would otherwise page from the start). */
+function checkParamKeys(params: unknown, known: ReadonlySet<string>): void {
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+    throw new ValidationError('params', `must be an object, got ${describe(params)}`);
   }
-  return id;
+  for (const key of Object.keys(params)) {
+    if (!known.has(key)) throw new ValidationError(key, `is not a parameter here (known: ${[...known].join(', ')})`);
+  }
+}
+
+/**
+ * Checks a list's parameters by the shared rules before the store is asked, so the library
+ * refuses exactly what the CLI and HTTP refuse (the stores apply the same rules again).
+ */
+function validateListParams<P extends JobListParams>(params: P, known: ReadonlySet<string>): P {
+  checkParamKeys(params, known);
+  if (params.states !== undefined) listStates(params.states);
+  pageSize(params.limit);
+  afterJobId(params.afterId);
+  return params;
 }

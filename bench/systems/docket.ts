@@ -3,8 +3,14 @@
  * Default: `docket.worker()` at the shared concurrency, every other option default. Tuned (like the
  * peers' published configurations): a local buffer of {@link TUNED_PREFETCH} prefetched jobs, so a
  * claim leases up to concurrency + prefetch rows in one round trip.
+ *
+ * `docket-baseline` is the same driver on another checkout of Docket (the directory named by
+ * DOCKET_BASELINE, with its own node_modules), so a change is measured against the code it
+ * replaces side by side, in the same rounds, on the same loaded machine.
  */
 import { rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Docket } from '../../src/docket.js';
 import type { WorkerOptions } from '../../src/worker/worker-options.js';
@@ -34,12 +40,22 @@ function workerOptions(config: SystemConfig): WorkerOptions {
     : { concurrency: config.concurrency };
 }
 
-async function open(config: SystemConfig): Promise<Docket> {
-  return Docket.open({ url: config.databaseUrl, schema: SCHEMA });
+/** The Docket class a driver opens: this checkout's, or the baseline checkout's. */
+type DocketClass = Pick<typeof Docket, 'open'>;
+
+/** Loads Docket from the DOCKET_BASELINE checkout (its src/, run through tsx like ours). */
+async function loadBaselineDocket(): Promise<DocketClass> {
+  const dir = process.env.DOCKET_BASELINE;
+  if (!dir) throw new Error('docket-baseline needs DOCKET_BASELINE=<a checkout of Docket with node_modules>');
+  const module = (await import(pathToFileURL(join(resolve(dir), 'src/docket.ts')).href)) as { Docket: DocketClass };
+  return module.Docket;
 }
 
-function docketModule(name: SystemName): SystemModule {
+function docketModule(name: SystemName, loadDocket: () => Promise<DocketClass> = async () => Docket): SystemModule {
   const sqlite = name === 'docket-sqlite';
+  async function open(config: SystemConfig): Promise<Docket> {
+    return (await loadDocket()).open({ url: config.databaseUrl, schema: SCHEMA });
+  }
   return {
     name,
     variants: ['default', 'tuned'],
@@ -119,3 +135,6 @@ export const docketSystem: SystemModule = docketModule('docket');
 
 /** Docket on an embedded SQLite file behind the bench interface. */
 export const docketSqliteSystem: SystemModule = docketModule('docket-sqlite');
+
+/** Docket on PostgreSQL from the DOCKET_BASELINE checkout, for before/after comparisons. */
+export const docketBaselineSystem: SystemModule = docketModule('docket-baseline', loadBaselineDocket);

@@ -12,7 +12,14 @@
  */
 
 /** The systems the harness knows. */
-export const SYSTEM_NAMES = ['docket', 'docket-sqlite', 'graphile-worker', 'pg-boss', 'bullmq'] as const;
+export const SYSTEM_NAMES = [
+  'docket',
+  'docket-sqlite',
+  'docket-baseline',
+  'graphile-worker',
+  'pg-boss',
+  'bullmq',
+] as const;
 
 /** One of {@link SYSTEM_NAMES}. */
 export type SystemName = (typeof SYSTEM_NAMES)[number];
@@ -79,8 +86,10 @@ export interface SystemModule {
 export async function loadSystem(name: SystemName): Promise<SystemModule> {
   switch (name) {
     case 'docket':
-    case 'docket-sqlite': {
+    case 'docket-sqlite':
+    case 'docket-baseline': {
       const module = await import('./docket.js');
+      if (name === 'docket-baseline') return module.docketBaselineSystem;
       return name === 'docket' ? module.docketSystem : module.docketSqliteSystem;
     }
     case 'graphile-worker':

@@ -1,10 +1,13 @@
 /**
- * Parsers for flag values. Each throws commander's InvalidArgumentError, so a bad value is
- * reported as "option '--limit <n>' argument 'x' is invalid. <reason>" and exits 2 before any
- * database is opened.
+ * Parsers for flag values, run by commander before any database is opened. Generic ones throw
+ * commander's InvalidArgumentError ("option '--port <n>' argument 'x' is invalid. <reason>");
+ * job ids, `--after`, `--limit` and `--state` call the library's own parsers
+ * (src/job/list-params.ts) and throw its ValidationError, which runCli prints as
+ * "invalid --limit: limit: <reason>": the reason the library and the HTTP API give. Exit 2.
  */
 import { InvalidArgumentError } from '@commander-js/extra-typings';
-import { JOB_STATES, type JobState, type JsonValue } from '../job/job.js';
+import type { JobState, JsonValue } from '../job/job.js';
+import { afterJobId, jobId, listStates, listText, numberText, pageSize, purgeIds } from '../job/list-params.js';
 
 /** A parser for a whole number in [min, max]. */
 export function integerFlag(min: number, max: number = Number.MAX_SAFE_INTEGER): (value: string) => number {
@@ -25,11 +28,21 @@ export function jsonFlag(value: string): JsonValue {
   }
 }
 
-/** Parses an ISO-8601 instant; the full range check is Docket's own validation. */
-export function instantFlag(value: string): Date {
-  const ms = Date.parse(value);
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError('Not an ISO-8601 time such as 2030-01-01T09:00:00Z.');
-  return new Date(ms);
+/**
+ * A number-valued flag's text as the library should see it: a decimal number literal becomes a
+ * number, anything else stays text. The CLI does not judge the value itself: Docket's own
+ * validation refuses it, by the same rule and with the same field name and message as the
+ * library and the HTTP API (`priority: must be an integer, got 1.5`). The HTTP API reads its
+ * number query parameters by this same function.
+ */
+export { numberText };
+
+/**
+ * An instant flag's text as the library should see it: number text is epoch milliseconds,
+ * anything else an RFC 3339 string, both checked by Docket's one instant parser (parseInstant).
+ */
+export function instantText(value: string): number | string {
+  return numberText(value);
 }
 
 /** Splits a comma-separated list, dropping blanks; refuses an empty list. */
@@ -42,23 +55,31 @@ export function listFlag(value: string): string[] {
   return items;
 }
 
-/** Parses a comma-separated list of job states. */
+/** `--state`: a comma-separated list of job states, as the library's `states` (field `states[i]`). */
 export function statesFlag(value: string): JobState[] {
-  return listFlag(value).map((state) => {
-    if (!(JOB_STATES as readonly string[]).includes(state)) {
-      throw new InvalidArgumentError(`Unknown state "${state}" (known: ${JOB_STATES.join(', ')}).`);
-    }
-    return state as JobState;
-  });
+  return listStates(listText(value));
 }
 
-/** Job ids are positive integers; checked here so a typo is a usage error, not a database error. */
+/** A job id argument (`jobs show <id>`), by the library's job-id rule (field `id`). */
 export function jobIdArgument(value: string): string {
-  if (!/^[1-9]\d{0,18}$/.test(value)) throw new InvalidArgumentError('A job id is a positive whole number.');
+  return jobId(value, 'id');
+}
+
+/** `--after`: a job-id cursor, as the library's `afterId`. */
+export function afterFlag(value: string): string {
+  afterJobId(value);
   return value;
 }
 
-/** Collects a repeatable id flag into an array (`--id 1 --id 2` or `--id 1,2`). */
+/** `--limit`: a page size, 1 to 1000, as the library's `limit` (text read as `numberText` reads it). */
+export function limitFlag(value: string): number {
+  return pageSize(numberText(value));
+}
+
+/**
+ * Collects a repeatable id flag into an array (`--id 1 --id 2` or `--id 1,2`), checked as the
+ * library's purge `ids` (field `ids[i]`, counted over every `--id` given).
+ */
 export function collectJobIds(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), ...listFlag(value).map(jobIdArgument)];
+  return purgeIds([...(previous ?? []), ...listText(value)]) ?? [];
 }

@@ -7,15 +7,19 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from '@commander-js/extra-typings';
 import { ConfigurationError, DocketError, ValidationError } from '../job/errors.js';
 import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './cli-error.js';
+import { DATABASE_SETTING, DOCKET_SETTINGS, STORE_SETTINGS, WORKER_SETTINGS } from './cli-settings.js';
 import { deadCommand } from './commands/dead-command.js';
 import { demoCommand } from './commands/demo-command.js';
 import { jobsCommand } from './commands/jobs-command.js';
+import { migrateCommand } from './commands/migrate-command.js';
 import { queuesCommand } from './commands/queues-command.js';
 import { schedulesCommand } from './commands/schedules-command.js';
 import { serveCommand } from './commands/serve-command.js';
 import { statsCommand } from './commands/stats-command.js';
 import { submitCommand } from './commands/submit-command.js';
 import { workCommand } from './commands/work-command.js';
+import { workersCommand } from './commands/workers-command.js';
+import { addStoreOptions } from './open-cli-docket.js';
 import { printError } from './output.js';
 
 /** Docket's fields as the CLI spells them, so a validation error names the flag the user typed. */
@@ -34,11 +38,15 @@ const FLAG_FOR_FIELD: Record<string, string> = {
   jitterMs: '--jitter-ms',
   concurrency: '--concurrency',
   leaseMs: '--lease-ms',
-  heartbeatIntervalMs: '--heartbeat-ms',
-  pollIntervalMs: '--poll-ms',
-  shutdownGraceMs: '--grace-ms',
+  heartbeatIntervalMs: '--heartbeat-interval-ms',
+  pollIntervalMs: '--poll-interval-ms',
+  shutdownGraceMs: '--shutdown-grace-ms',
+  schema: '--schema',
+  busyTimeoutMs: '--busy-timeout-ms',
   limit: '--limit',
   afterId: '--after',
+  states: '--state',
+  id: '<id>',
   parkedBefore: '--before',
   ids: '--id',
   cron: '--cron',
@@ -46,7 +54,14 @@ const FLAG_FOR_FIELD: Record<string, string> = {
   jitterMode: '--jitter-mode',
   paused: '--paused',
   name: '<name>',
+  catchUpWindowMs: '--catch-up-window-ms',
+  maxCatchUpRuns: '--max-catch-up-runs',
 };
+
+// Every Docket, store and worker setting by its option name, so an error from the library names the flag.
+for (const setting of [DATABASE_SETTING, ...STORE_SETTINGS, ...DOCKET_SETTINGS, ...WORKER_SETTINGS]) {
+  FLAG_FOR_FIELD[setting.key] ??= setting.flag;
+}
 
 /** Builds the program; commands throw, {@link runCli} maps. */
 export function createProgram(): Command {
@@ -64,7 +79,11 @@ export function createProgram(): Command {
   program.addCommand(statsCommand());
   program.addCommand(schedulesCommand());
   program.addCommand(queuesCommand());
+  program.addCommand(workersCommand());
+  program.addCommand(migrateCommand());
   program.addCommand(serveCommand());
+  // Every command that took --db also gets --schema, --connect-timeout-ms, the other store options and --config.
+  addStoreOptions(program);
   // Subcommands added with addCommand do not inherit exitOverride, so set it on every one.
   const override = (command: Command) => {
     command.exitOverride();
@@ -105,7 +124,9 @@ function exitCodeFor(error: unknown): number {
     return error.exitCode;
   }
   if (error instanceof ValidationError) {
-    const flag = FLAG_FOR_FIELD[error.field.split(/[.[]/)[0] ?? ''];
+    // `runAt` → --run-at; a nested field (`job.priority`, `misfire.catchUpWindowMs`) by its last part.
+    const parts = error.field.split(/[.[\]]/).filter((part) => part !== '' && !/^\d+$/.test(part));
+    const flag = FLAG_FOR_FIELD[parts[0] ?? ''] ?? FLAG_FOR_FIELD[parts.at(-1) ?? ''];
     printError(`error: ${flag ? `invalid ${flag}: ` : ''}${error.message}`);
     return EXIT_USAGE;
   }

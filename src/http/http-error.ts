@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { ValidationError } from '../job/errors.js';
+import { DocketError, IdempotencyConflictError, ValidationError } from '../job/errors.js';
 
 /** The JSON body of every error response. */
 export interface ErrorBody {
@@ -14,16 +14,13 @@ export interface ErrorBody {
 }
 
 /** An error with an HTTP status, a stable code and (for bad input) the offending field. */
-export class HttpError extends Error {
+export class HttpError extends DocketError {
   readonly status: ContentfulStatusCode;
-  readonly code: string;
   readonly field: string | undefined;
 
   constructor(status: ContentfulStatusCode, code: string, message: string, field?: string) {
-    super(message);
-    this.name = 'HttpError';
+    super(code, message);
     this.status = status;
-    this.code = code;
     this.field = field;
   }
 }
@@ -57,6 +54,11 @@ export function errorResponse(c: Context, error: unknown): Response {
     const body: ErrorBody = { error: { code: error.code, message: error.message } };
     if (error.field !== undefined) body.error.field = error.field;
     return c.json(body, error.status);
+  }
+  if (error instanceof IdempotencyConflictError) {
+    // 409, not 400: the input is valid, it conflicts with a live job (as an equal repeat would
+    // have answered that job). Header keys are scoped per token, so only the caller's own jobs meet.
+    return c.json({ error: { code: error.code, field: error.field, message: error.message } } satisfies ErrorBody, 409);
   }
   if (error instanceof ValidationError) {
     return c.json({ error: { code: error.code, field: error.field, message: error.message } } satisfies ErrorBody, 400);

@@ -7,31 +7,55 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Docket } from '../docket.js';
 import { ValidationError } from '../job/errors.js';
-import { JOB_STATES, type Job, type JobState } from '../job/job.js';
-import { MAX_IDEMPOTENCY_KEY_LENGTH, normalizeSubmit, parseInstant, QUEUE_NAME_PATTERN } from '../job/job-spec.js';
+import type { Job } from '../job/job.js';
+import {
+  MAX_KIND_LENGTH,
+  normalizeSubmit,
+  parseInstant,
+  QUEUE_NAME_PATTERN,
+  unstorableReason,
+} from '../job/job-spec.js';
+import {
+  afterJobId,
+  listStates,
+  listText,
+  MAX_JOB_ID,
+  MAX_PURGE_IDS,
+  numberText,
+  pageSize,
+  purgeIds,
+} from '../job/list-params.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { badRequest, HttpError, notFound } from './http-error.js';
-import { JOB_ID_PATTERN, jobIdParam, readBody, readJson, readQuery } from './request-input.js';
+import { jobIdParam, readBody, readJson, readQuery } from './request-input.js';
 import type { DestinationGuard } from './ssrf-guard.js';
-import { validateWebhookPayload, WEBHOOK_KIND } from './webhook-handler.js';
+import { redactPayload, validateWebhookPayload, WEBHOOK_KIND } from './webhook-handler.js';
 
 /** Most jobs one batch submit may carry. */
 export const MAX_BATCH_SUBMIT = 1000;
+/**
+ * Longest `Idempotency-Key` header: the stored key is `<token name>:<key>` (token names are at
+ * most 64 characters), and a batch adds `:<index>`, all within the 200-character key limit.
+ */
+export const MAX_IDEMPOTENCY_HEADER_LENGTH = 128;
 
-/** A job as the API returns it: the stored record with instants as ISO-8601 strings. */
+/**
+ * A job as the API returns it: the stored record with instants as RFC 3339 strings. Webhook
+ * header values are redacted and the fencing token is left out: reads are for people and
+ * dashboards, and a lease's secrets belong to the worker holding it.
+ */
 export function jobJson(job: Job) {
   return {
     id: job.id,
     kind: job.kind,
     queue: job.queue,
     state: job.state,
-    payload: job.payload,
+    payload: redactPayload(job.kind, job.payload),
     priority: job.priority,
     runAt: job.runAt.toISOString(),
     leaseUntil: job.leaseUntil?.toISOString() ?? null,
     leaseOwner: job.leaseOwner,
-    token: job.token,
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,
     retryPolicy: job.retryPolicy,
@@ -45,49 +69,60 @@ export function jobJson(job: Job) {
   };
 }
 
-const limitParam = z
-  .string()
-  .regex(/^\d{1,4}$/, { error: 'must be an integer from 1 to 1000' })
-  .transform(Number)
-  .refine((n) => n >= 1 && n <= 1000, { error: 'must be an integer from 1 to 1000' });
-const afterParam = z.string().regex(JOB_ID_PATTERN, { error: 'must be a job id (decimal digits)' });
+// `state`, `limit` and `after` are read as text here and judged by the shared parsers in
+// src/job/list-params.ts (see listQuery), so their refusals match the library's and the CLI's.
 const queueParam = z.string().regex(QUEUE_NAME_PATTERN, { error: 'must be a queue name (letters, digits, _ . : -)' });
-const kindParam = z.string().min(1).max(200);
+const kindParam = z
+  .string()
+  .min(1, { error: 'must be a non-empty job kind' })
+  .max(MAX_KIND_LENGTH, { error: `must be at most ${MAX_KIND_LENGTH} characters` })
+  .superRefine((value, ctx) => {
+    const reason = unstorableReason(value);
+    if (reason !== null) ctx.addIssue({ code: 'custom', message: reason });
+  });
 
 /** Query of GET /v1/jobs. */
 export const listJobsQuerySchema = z.strictObject({
-  state: z
-    .string()
-    .transform((value, ctx) => {
-      const states = value.split(',');
-      const wrong = states.find((state) => !(JOB_STATES as readonly string[]).includes(state));
-      if (wrong !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be a comma-separated list of ${JOB_STATES.join(', ')}; got ${JSON.stringify(wrong.slice(0, 40))}`,
-        });
-        return z.NEVER;
-      }
-      return states as JobState[];
-    })
-    .optional(),
+  state: z.string().optional(),
   queue: queueParam.optional(),
   kind: kindParam.optional(),
-  limit: limitParam.optional(),
-  after: afterParam.optional(),
+  limit: z.string().optional(),
+  after: z.string().optional(),
 });
 
 /** Query of GET /v1/dead-letters. */
 export const listDeadLettersQuerySchema = z.strictObject({
   queue: queueParam.optional(),
   kind: kindParam.optional(),
-  limit: limitParam.optional(),
-  after: afterParam.optional(),
+  limit: z.string().optional(),
+  after: z.string().optional(),
 });
+
+/**
+ * The paging parameters of a list query, by the shared parsers: `limit` text read as a number
+ * the way the CLI reads `--limit`, `after` named as this API spells it.
+ */
+function listPage(query: { limit?: string | undefined; after?: string | undefined }) {
+  const limit = pageSize(query.limit === undefined ? undefined : numberText(query.limit));
+  if (query.after !== undefined) afterJobId(query.after, 'after');
+  return { limit, afterId: query.after };
+}
 
 /** Body of POST /v1/dead-letters/purge. */
 export const purgeRequestSchema = z.strictObject({
-  ids: z.array(afterParam).min(1).max(10_000).optional(),
+  // Judged by purgeIds (the library's rule and message); the schema only documents the shape.
+  ids: z
+    .array(z.unknown())
+    .optional()
+    .meta({
+      items: {
+        type: 'string',
+        pattern: '^[0-9]{1,16}$',
+        description: `A job id: decimal digits, at most ${MAX_JOB_ID}.`,
+      },
+      minItems: 1,
+      maxItems: MAX_PURGE_IDS,
+    }),
   parkedBefore: z.string().min(1).optional().describe('ISO-8601 instant: purge jobs parked before it.'),
 });
 
@@ -96,15 +131,35 @@ export const batchSubmitRequestSchema = z.strictObject({
   jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_SUBMIT),
 });
 
-function idempotencyHeader(value: string | undefined): string | undefined {
+/**
+ * The `Idempotency-Key` header, scoped to the calling token's name: two clients choosing the
+ * same key ("order-42") never see each other's jobs.
+ */
+function idempotencyHeader(value: string | undefined, tokenName: string): string | undefined {
   if (value === undefined) return undefined;
-  if (value.length === 0 || value.length > MAX_IDEMPOTENCY_KEY_LENGTH - 10) {
+  if (value.length === 0 || value.length > MAX_IDEMPOTENCY_HEADER_LENGTH) {
     throw badRequest(
       'Idempotency-Key',
-      `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH - 10} characters, got ${value.length}`,
+      `must be 1 to ${MAX_IDEMPOTENCY_HEADER_LENGTH} characters, got ${value.length}`,
     );
   }
-  return value;
+  return `${tokenName}:${value}`;
+}
+
+/**
+ * Checks a webhook job's payload and destination, as at submit, for any face that enqueues one
+ * (submits and schedules): without a guard (no signing secret) webhook jobs are refused.
+ */
+export function checkWebhookJob(
+  job: { kind?: unknown; payload?: unknown },
+  guard: DestinationGuard | undefined,
+  prefix: string,
+): void {
+  if (job.kind !== WEBHOOK_KIND) return;
+  if (!guard) {
+    throw new ValidationError(`${prefix}kind`, 'webhook jobs are disabled: the server has no webhook signing secret');
+  }
+  validateWebhookPayload(job.payload, guard, `${prefix}payload`);
 }
 
 /** Settings of {@link jobRoutes}. */
@@ -121,29 +176,19 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
   /** Validates one submit exactly as the library does, plus the webhook destination when the kind is ours. */
   const validate = (input: unknown, prefix: string): void => {
     normalizeSubmit(input, options.random, prefix);
-    const job = input as { kind: string; payload?: unknown };
-    if (job.kind === WEBHOOK_KIND) {
-      if (!options.webhookGuard) {
-        throw new ValidationError(
-          `${prefix}kind`,
-          'webhook jobs are disabled: the server has no webhook signing secret',
-        );
-      }
-      validateWebhookPayload(job.payload, options.webhookGuard, `${prefix}payload`);
-    }
+    checkWebhookJob(input as { kind: string; payload?: unknown }, options.webhookGuard, prefix);
   };
 
   const withKey = (input: unknown, key: string | undefined, field: string): unknown => {
     if (key === undefined || typeof input !== 'object' || input === null || Array.isArray(input)) return input;
-    const own = (input as { idempotencyKey?: unknown }).idempotencyKey;
-    if (own !== undefined && own !== key) {
-      throw badRequest(`${field}idempotencyKey`, 'differs from the Idempotency-Key header; give one or the other');
+    if ((input as { idempotencyKey?: unknown }).idempotencyKey !== undefined) {
+      throw badRequest(`${field}idempotencyKey`, 'give the Idempotency-Key header or the field, not both');
     }
     return { ...input, idempotencyKey: key };
   };
 
   routes.post('/jobs', requireScope('submit'), async (c) => {
-    const key = idempotencyHeader(c.req.header('idempotency-key'));
+    const key = idempotencyHeader(c.req.header('idempotency-key'), c.get('principal').name);
     const input = withKey(await readJson(c), key, '');
     validate(input, '');
     const result = await docket.submit(input as Parameters<Docket['submit']>[0]);
@@ -155,7 +200,7 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
   });
 
   routes.post('/jobs/batch', requireScope('submit'), async (c) => {
-    const key = idempotencyHeader(c.req.header('idempotency-key'));
+    const key = idempotencyHeader(c.req.header('idempotency-key'), c.get('principal').name);
     const body = await readBody(c, batchSubmitRequestSchema);
     // One header for the whole batch: job i gets "<key>:<i>", so a retried batch finds each
     // job it created the first time instead of creating a second set.
@@ -174,14 +219,10 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
 
   routes.get('/jobs', requireScope('read'), async (c) => {
     const query = readQuery(c, listJobsQuerySchema);
-    const limit = query.limit ?? 100;
-    const jobs = await docket.listJobs({
-      states: query.state,
-      queue: query.queue,
-      kind: query.kind,
-      limit,
-      afterId: query.after,
-    });
+    // One `state` parameter, so a wrong item is named `state` rather than `states[i]`.
+    const states = query.state === undefined ? undefined : listStates(listText(query.state), () => 'state');
+    const { limit, afterId } = listPage(query);
+    const jobs = await docket.listJobs({ states, queue: query.queue, kind: query.kind, limit, afterId });
     return c.json({ jobs: jobs.map(jobJson), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null });
   });
 
@@ -204,8 +245,8 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
 
   routes.get('/dead-letters', requireScope('read'), async (c) => {
     const query = readQuery(c, listDeadLettersQuerySchema);
-    const limit = query.limit ?? 100;
-    const jobs = await docket.listDeadLetters({ queue: query.queue, kind: query.kind, limit, afterId: query.after });
+    const { limit, afterId } = listPage(query);
+    const jobs = await docket.listDeadLetters({ queue: query.queue, kind: query.kind, limit, afterId });
     return c.json({ jobs: jobs.map(jobJson), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null });
   });
 
@@ -221,13 +262,15 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
     if (body.ids === undefined && body.parkedBefore === undefined) {
       throw badRequest('ids', 'give ids, parkedBefore or both; an empty purge would be ambiguous');
     }
+    const ids = purgeIds(body.ids);
     const parkedBefore = body.parkedBefore === undefined ? undefined : parseInstant('parkedBefore', body.parkedBefore);
-    const purged = await docket.purgeDeadLetters({ ids: body.ids, parkedBefore });
+    const purged = await docket.purgeDeadLetters({ ids, parkedBefore });
     return c.json({ purged });
   });
 
   routes.get('/stats', requireScope('read'), async (c) => {
-    return c.json({ queues: await docket.queueStats() });
+    const queues = await docket.queueStats();
+    return c.json({ queues, unhandled: queues.reduce((sum, row) => sum + (row.unhandled ?? 0), 0) });
   });
 
   return routes;

@@ -128,6 +128,30 @@ export class DocketMetrics {
       },
     });
 
+    new Gauge({
+      name: 'docket_workers',
+      help: 'Live workers in the registry (every process sharing the store), by origin; read at scrape time.',
+      labelNames: ['origin'],
+      registers,
+      async collect() {
+        const workers = await docket.listWorkers();
+        this.reset();
+        this.set({ origin: 'local' }, workers.filter((w) => w.origin === 'local').length);
+        this.set({ origin: 'remote' }, workers.filter((w) => w.origin === 'remote').length);
+      },
+    });
+    new Gauge({
+      name: 'docket_jobs_unhandled',
+      help: 'Due pending jobs no live worker serves (no handler for their kind on their queue), read at scrape time.',
+      labelNames: ['queue', 'kind'],
+      registers,
+      async collect() {
+        const unhandled = await docket.unhandledJobs();
+        this.reset();
+        for (const row of unhandled) this.set({ queue: row.queue, kind: row.kind }, row.count);
+      },
+    });
+
     const onSubmitted = (e: SubmittedEvent) => {
       if (e.created) this.submitted.inc({ queue: e.queue });
     };

@@ -2,55 +2,111 @@
  * The remote-worker protocol: claim (with long polling), heartbeat, complete and fail over HTTP,
  * so a worker in any language follows the same rules as the Node worker.
  *
- * Fencing: every claimed job carries its token. Heartbeat, complete and fail must send it back;
- * when the lease has passed to another claim (or the job was cancelled) the answer is
- * 409 `stale` and nothing changed: the worker must stop working on that job and must not retry
- * the call. The database clock decides every lease; the server's clock only paces long polls.
+ * Fencing and receipts: every claimed job carries its token and a receipt, an HMAC-SHA256 of
+ * `<id>.<token>.<lease owner>` under a server secret (256 bits, unguessable: tokens are small
+ * counters anyone could guess). Heartbeat, complete and fail must send both back. When either
+ * does not match the current lease (it lapsed, another claim holds it, the job was cancelled,
+ * the job never existed) the answer is the same 409 `stale`, so a foreign worker learns nothing,
+ * and nothing changed: the worker must stop working on that job and must not retry the call.
+ * Servers that share a database verify each other's receipts only with a shared secret
+ * (`receiptSecret`); without one each process draws its own at start.
+ *
+ * Routing: remote workers never get built-in kinds (the claim excludes them, and a claim naming
+ * the reserved queue is refused); a claim may name `kinds` to take only those. Each claim
+ * registers (refreshes) its `workerId` in the live worker registry. The database clock decides every lease; the server's clock only paces long polls.
  * Failure policy (retry delay or park) is decided here with retry/backoff.ts from the job's
  * stored policy, exactly as the Node worker decides it.
  */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Docket } from '../docket.js';
-import type { ClaimedJob } from '../job/job.js';
-import { QUEUE_NAME_PATTERN } from '../job/job-spec.js';
+import { BUILTIN_KINDS, BUILTIN_QUEUE, isBuiltinKind } from '../job/builtin-kinds.js';
+import type { ClaimedJob, Job } from '../job/job.js';
+import { MAX_KIND_LENGTH, QUEUE_NAME_PATTERN, unstorableReason } from '../job/job-spec.js';
 import { decideAfterFailure } from '../retry/backoff.js';
+import { DEFAULT_REGISTRY_TTL_MS } from '../routing/worker-registration.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { ClaimWaiter } from './claim-waiter.js';
 import { HttpError } from './http-error.js';
 import type { DocketMetrics } from './metrics.js';
 import { jobIdParam, readBody } from './request-input.js';
+import type { ServerLogger } from './server-logger.js';
 
 /** Shortest and longest lease a remote worker may ask for, ms. */
 export const REMOTE_LEASE_RANGE = { min: 100, max: 3_600_000 } as const;
 /** Most jobs one claim may return. */
 export const MAX_REMOTE_CLAIM = 100;
+/** A remote worker's registry record is refreshed at most this often (its claims may be many). */
+export const REMOTE_REGISTRY_REFRESH_MS = 5_000;
+
+/** A zod check that a string is text every store can keep (no NUL, no lone surrogate). */
+export const storableText = (value: string, ctx: z.core.$RefinementCtx<string>) => {
+  const reason = unstorableReason(value);
+  if (reason !== null) ctx.addIssue({ code: 'custom', message: reason });
+};
 
 const token = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const receipt = z
+  .string()
+  .min(1)
+  .max(200)
+  .describe('The `receipt` the claim returned with this job; proves the caller holds the lease.');
 const leaseMs = z.number().int().min(REMOTE_LEASE_RANGE.min).max(REMOTE_LEASE_RANGE.max);
 
 /** Body of POST /v1/worker/claim. */
 export const claimRequestSchema = z.strictObject({
-  workerId: z.string().min(1).max(200).describe('Stored as the lease owner; use something that names the process.'),
-  queues: z.array(z.string().regex(QUEUE_NAME_PATTERN)).min(1).max(100).optional(),
+  workerId: z
+    .string()
+    .min(1)
+    .max(200)
+    .superRefine(storableText)
+    .describe('Stored as the lease owner and listed in the worker registry; use something that names the process.'),
+  queues: z
+    .array(
+      z
+        .string()
+        .regex(QUEUE_NAME_PATTERN, { error: 'must be a queue name (letters, digits, _ . : -)' })
+        .refine((queue) => queue !== BUILTIN_QUEUE, {
+          error: `${BUILTIN_QUEUE} is reserved for built-in kinds, which remote workers never get`,
+        }),
+    )
+    .min(1)
+    .max(100)
+    .optional(),
+  kinds: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(MAX_KIND_LENGTH)
+        .superRefine(storableText)
+        .refine((kind) => !isBuiltinKind(kind), { error: 'is a built-in kind, which remote workers never get' }),
+    )
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe('Only jobs of these kinds (the ones this worker has handlers for); every user kind when omitted.'),
+  version: z.string().max(200).superRefine(storableText).optional().describe("The client's version, for the registry."),
   limit: z.number().int().min(1).max(MAX_REMOTE_CLAIM).default(1),
   leaseMs: leaseMs.default(30_000),
   waitMs: z.number().int().min(0).max(600_000).default(0).describe('Long-poll: wait up to this long for a job.'),
 });
 
 /** Body of POST /v1/worker/jobs/{id}/heartbeat. */
-export const heartbeatRequestSchema = z.strictObject({ token, leaseMs: leaseMs.default(30_000) });
+export const heartbeatRequestSchema = z.strictObject({ token, receipt, leaseMs: leaseMs.default(30_000) });
 
 /** Body of POST /v1/worker/jobs/{id}/complete. */
-export const completeRequestSchema = z.strictObject({ token });
+export const completeRequestSchema = z.strictObject({ token, receipt });
 
 /** Body of POST /v1/worker/jobs/{id}/fail. */
 export const failRequestSchema = z.strictObject({
   token,
+  receipt,
   error: z.strictObject({
-    message: z.string().min(1).max(2000),
-    detail: z.string().max(20_000).optional(),
+    message: z.string().min(1).max(2000).superRefine(storableText),
+    detail: z.string().max(20_000).superRefine(storableText).optional(),
   }),
   retryAfterMs: z
     .number()
@@ -61,11 +117,35 @@ export const failRequestSchema = z.strictObject({
     .describe('Retry no earlier than this (e.g. a Retry-After the worker was given); never shortens the backoff.'),
 });
 
+/** Signs and checks lease receipts: HMAC-SHA256 of `<id>.<token>.<lease owner>`. */
+export class ReceiptSigner {
+  private readonly secret: Buffer;
+
+  /** @param secret shared by every server of one deployment; random (per process) when omitted. */
+  constructor(secret?: string) {
+    this.secret = secret === undefined ? randomBytes(32) : Buffer.from(secret, 'utf8');
+  }
+
+  /** The receipt of one lease, base64url (43 characters, 256 bits). */
+  sign(id: string, fencingToken: number, owner: string): string {
+    return createHmac('sha256', this.secret).update(`${id}.${fencingToken}.${owner}`).digest('base64url');
+  }
+
+  /** True when `presented` is the receipt of this lease; constant-time in the receipt's content. */
+  verify(id: string, fencingToken: number, owner: string | null, presented: string): boolean {
+    if (owner === null) return false;
+    const expected = Buffer.from(this.sign(id, fencingToken, owner), 'utf8');
+    const given = Buffer.from(presented, 'utf8');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+}
+
 /** What a remote worker receives for each claimed job. */
-export function remoteJob(job: ClaimedJob) {
+export function remoteJob(job: ClaimedJob, receiptOf: (job: ClaimedJob) => string) {
   return {
     id: job.id,
     token: job.token,
+    receipt: receiptOf(job),
     kind: job.kind,
     queue: job.queue,
     payload: job.payload,
@@ -81,7 +161,7 @@ function stale(operation: string): HttpError {
   return new HttpError(
     409,
     'stale',
-    `${operation} refused: the lease is no longer yours (it lapsed, another worker holds it, or the job was cancelled); stop working on this job`,
+    `${operation} refused: the lease is not yours (it lapsed, another worker holds it, the job was cancelled, or the token or receipt is wrong); stop working on this job`,
   );
 }
 
@@ -92,7 +172,10 @@ export interface RemoteWorkerRouteOptions {
   /** Uniform [0, 1) source for backoff jitter. */
   random: () => number;
   /** Re-check interval while long polling, in case a wake-up hint was lost. */
-  pollIntervalMs?: number;
+  pollIntervalMs?: number | undefined;
+  /** Secret of the lease receipts; random per process when omitted. */
+  receiptSecret?: string | undefined;
+  logger?: ServerLogger | undefined;
 }
 
 /** Routes under /v1/worker; returns the sub-app and a close function for pending long polls. */
@@ -102,18 +185,60 @@ export function remoteWorkerRoutes(
 ): { routes: Hono<AppEnv>; close: () => Promise<void> } {
   const store = docket.store;
   const waiter = new ClaimWaiter(store, options.pollIntervalMs ?? 1000);
+  const receipts = new ReceiptSigner(options.receiptSecret);
   const { metrics } = options;
   metrics.longPollsWaiting = () => waiter.waiting;
-  // Queue and claim instant per live lease, so complete can label its metrics and time the
-  // handler without another read. Bounded: a worker that vanishes must not grow it for ever.
-  const leases = new Map<string, { queue: string; claimedAtMs: number }>();
-  const remember = (job: ClaimedJob) => {
-    if (leases.size >= 10_000) {
-      const oldest = leases.keys().next().value;
-      if (oldest !== undefined) leases.delete(oldest);
-    }
-    leases.set(`${job.id}:${job.token}`, { queue: job.queue, claimedAtMs: Date.now() });
+  // Claim instant per live lease, to time the handler without another read. Bounded: a worker
+  // that vanishes must not grow it for ever. Also the record of completions already counted,
+  // so a repeated (idempotent) complete is never counted twice.
+  const leases = new Map<string, number>();
+  const bounded = (map: Map<string, unknown>) => {
+    if (map.size < 10_000) return;
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
   };
+  const completedRecently = new Map<string, true>();
+  const registeredAt = new Map<string, number>();
+  const receiptOf = (job: ClaimedJob) => receipts.sign(job.id, job.token, job.leaseOwner);
+
+  /** Registers the claiming worker, at most every REMOTE_REGISTRY_REFRESH_MS per id; never fails a claim. */
+  const lastClaims = new Map<string, z.output<typeof claimRequestSchema>>();
+  const register = async (body: z.output<typeof claimRequestSchema>) => {
+    bounded(lastClaims);
+    lastClaims.set(body.workerId, body);
+    const now = Date.now();
+    const last = registeredAt.get(body.workerId);
+    if (last !== undefined && now - last < REMOTE_REGISTRY_REFRESH_MS) return;
+    bounded(registeredAt);
+    registeredAt.set(body.workerId, now);
+    try {
+      await docket.registerRemoteWorker(
+        {
+          id: body.workerId,
+          version: body.version,
+          queues: body.queues ?? null,
+          kinds: body.kinds ?? null,
+          concurrency: body.limit,
+        },
+        // A long poll re-registers while it waits; the ttl outlives the longest wait between claims.
+        Math.max(DEFAULT_REGISTRY_TTL_MS, options.maxLongPollMs + 2 * REMOTE_REGISTRY_REFRESH_MS),
+      );
+    } catch (error) {
+      registeredAt.delete(body.workerId);
+      options.logger?.warn({ error: (error as Error).message }, 'remote worker registration failed');
+    }
+  };
+
+  /**
+   * The job if `token` and `receipt` prove the caller holds (or, for a finished job, last held)
+   * its lease; null otherwise, whatever the reason, so the answer never tells whether it exists.
+   */
+  const leasedJob = async (id: string, fencingToken: number, presented: string): Promise<Job | null> => {
+    const job = await store.jobGet({ id });
+    if (!job || job.token !== fencingToken || isBuiltinKind(job.kind)) return null;
+    return receipts.verify(id, fencingToken, job.leaseOwner, presented) ? job : null;
+  };
+
   const routes = new Hono<AppEnv>();
   routes.use('*', requireScope('worker'));
 
@@ -121,26 +246,24 @@ export function remoteWorkerRoutes(
     const body = await readBody(c, claimRequestSchema);
     const untilMs = Date.now() + Math.min(body.waitMs, options.maxLongPollMs);
     const signal = c.req.raw.signal;
+    const filter = { queues: body.queues, kinds: body.kinds, excludeKinds: BUILTIN_KINDS };
     for (;;) {
       // The client has gone: a claim now would lease jobs nobody will run until their lease lapses.
       if (signal.aborted) return c.json({ jobs: [] });
-      const jobs = await store.jobClaim({
-        owner: body.workerId,
-        limit: body.limit,
-        leaseMs: body.leaseMs,
-        queues: body.queues,
-      });
+      await register(body);
+      const jobs = await store.jobClaim({ owner: body.workerId, limit: body.limit, leaseMs: body.leaseMs, ...filter });
       if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
         for (const job of jobs) {
-          remember(job);
+          bounded(leases);
+          leases.set(`${job.id}:${job.token}`, Date.now());
           metrics.observeClaim(job);
           // The claim instant by the database clock is leaseUntil - leaseMs.
           const startedAtMs = job.leaseUntil.getTime() - body.leaseMs;
           metrics.lateness.observe({ queue: job.queue }, Math.max(0, startedAtMs - job.runAt.getTime()) / 1000);
         }
-        return c.json({ jobs: jobs.map(remoteJob) });
+        return c.json({ jobs: jobs.map((job) => remoteJob(job, receiptOf)) });
       }
-      const [next, now] = await Promise.all([store.jobNextRunAt({ queues: body.queues }), store.now()]);
+      const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
       await waiter.wait(untilMs, signal, next ? next.getTime() - now.getTime() : null);
     }
   });
@@ -148,49 +271,60 @@ export function remoteWorkerRoutes(
   routes.post('/jobs/:id/heartbeat', async (c) => {
     const id = jobIdParam(c);
     const body = await readBody(c, heartbeatRequestSchema);
-    const leaseUntil = await store.jobHeartbeat({ id, token: body.token, leaseMs: body.leaseMs });
+    const job = await leasedJob(id, body.token, body.receipt);
+    const leaseUntil =
+      job?.state === 'running' ? await store.jobHeartbeat({ id, token: body.token, leaseMs: body.leaseMs }) : null;
     if (!leaseUntil) {
       leases.delete(`${id}:${body.token}`);
       metrics.stale.inc({ operation: 'heartbeat' });
       throw stale('heartbeat');
     }
+    // A worker busy with a long job claims nothing meanwhile; its heartbeats keep it listed.
+    const lastClaim = job?.leaseOwner ? lastClaims.get(job.leaseOwner) : undefined;
+    if (lastClaim) await register(lastClaim);
     return c.json({ leaseUntil: leaseUntil.toISOString() });
   });
 
   routes.post('/jobs/:id/complete', async (c) => {
     const id = jobIdParam(c);
     const body = await readBody(c, completeRequestSchema);
-    const outcome = await store.jobComplete({ id, token: body.token });
+    const job = await leasedJob(id, body.token, body.receipt);
+    // A finished job is passed on too: a repeated complete of a done job is idempotent ('done').
+    const outcome = job ? await store.jobComplete({ id, token: body.token }) : 'stale';
     const key = `${id}:${body.token}`;
-    const known = leases.get(key);
+    const claimedAtMs = leases.get(key);
     leases.delete(key);
-    if (outcome === 'stale') {
+    if (outcome === 'stale' || !job) {
       metrics.stale.inc({ operation: 'complete' });
       throw stale('complete');
     }
-    const queue = known?.queue ?? 'unknown';
-    metrics.completed.inc({ queue });
-    if (known) metrics.duration.observe({ queue }, (Date.now() - known.claimedAtMs) / 1000);
+    // Counted once: only the call that found the job running completed it. A repeat (the job was
+    // done before this call) answers 'done' again without a second count.
+    if (job.state === 'running' && !completedRecently.has(key)) {
+      bounded(completedRecently);
+      completedRecently.set(key, true);
+      metrics.completed.inc({ queue: job.queue });
+      if (claimedAtMs !== undefined) metrics.duration.observe({ queue: job.queue }, (Date.now() - claimedAtMs) / 1000);
+    }
     return c.json({ outcome });
   });
 
   routes.post('/jobs/:id/fail', async (c) => {
     const id = jobIdParam(c);
     const body = await readBody(c, failRequestSchema);
-    const job = await store.jobGet({ id });
-    if (job?.state !== 'running' || job.token !== body.token) {
+    const job = await leasedJob(id, body.token, body.receipt);
+    if (job?.state !== 'running') {
       metrics.stale.inc({ operation: 'fail' });
       throw stale('fail');
     }
-    let decision = decideAfterFailure({
+    // The same retry rule as a Node worker's: a retryAfterMs hint only ever lengthens the backoff.
+    const decision = decideAfterFailure({
       attempts: job.attempts,
       maxAttempts: job.maxAttempts,
       policy: job.retryPolicy,
       random: options.random,
+      hints: { retryAfterMs: body.retryAfterMs },
     });
-    if (decision.kind === 'retry' && body.retryAfterMs !== undefined && body.retryAfterMs > decision.delayMs) {
-      decision = { kind: 'retry', delayMs: body.retryAfterMs };
-    }
     // jobFail is fenced by the token: if another claim took the job since the read above, it
     // answers stale and the decision computed from the old attempt count is never applied.
     const result = await store.jobFail({

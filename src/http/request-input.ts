@@ -4,10 +4,8 @@
  */
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { jobId } from '../job/list-params.js';
 import { badRequest, fromZodError, HttpError } from './http-error.js';
-
-/** Job ids are decimal integers; anything else is refused before it reaches a query. */
-export const JOB_ID_PATTERN = /^[0-9]{1,20}$/;
 
 /** The request's JSON body, unvalidated; 415 for another media type, 400 for malformed JSON. */
 export async function readJson(c: Context): Promise<unknown> {
@@ -37,12 +35,12 @@ export async function readBody<S extends z.ZodType>(c: Context, schema: S): Prom
   return parsed.data;
 }
 
-/** A job id from the path, checked against {@link JOB_ID_PATTERN}. */
+/**
+ * A job id from the path, by the one job-id rule the library and the CLI apply
+ * (src/job/list-params.ts): a bad one is a 400 naming `name`, with the library's message.
+ */
 export function jobIdParam(c: Context, name = 'id'): string {
-  const id = c.req.param(name) ?? '';
-  if (!JOB_ID_PATTERN.test(id))
-    throw badRequest(name, `must be a job id (decimal digits), got ${JSON.stringify(id.slice(0, 40))}`);
-  return id;
+  return jobId(c.req.param(name) ?? '', name);
 }
 
 /** The query string validated by `schema` (strict schemas turn unknown parameters into 400s). */

@@ -9,12 +9,14 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Docket } from '../docket.js';
 import { isPlainObject, QUEUE_NAME_PATTERN } from '../job/job-spec.js';
+import { numberText, pageSize } from '../job/list-params.js';
 import { JITTER_MODES } from '../schedule/jitter.js';
 import {
   MAX_CATCH_UP_RUNS,
   MAX_CATCH_UP_WINDOW_MS,
   MAX_SCHEDULE_JITTER_MS,
   MISFIRE_POLICIES,
+  normalizeScheduleSpec,
   SCHEDULE_ID_PATTERN,
   type Schedule,
   type ScheduleInput,
@@ -23,9 +25,15 @@ import type { QueueState } from '../store/store.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { badRequest, HttpError, notFound } from './http-error.js';
+import { checkWebhookJob } from './job-routes.js';
 import { readJson, readQuery } from './request-input.js';
+import type { DestinationGuard } from './ssrf-guard.js';
+import { redactPayload } from './webhook-handler.js';
 
-/** A schedule as the API returns it: instants as ISO-8601 strings, the payload as JSON. */
+/**
+ * A schedule as the API returns it: the library's {@link Schedule} record, field for field, with
+ * instants as ISO-8601 strings (what `JSON.stringify` of the record gives, and the CLI's `--json`).
+ */
 export function scheduleJson(schedule: Schedule) {
   const { job } = schedule;
   return {
@@ -36,10 +44,10 @@ export function scheduleJson(schedule: Schedule) {
     job: {
       kind: job.kind,
       queue: job.queue,
-      payload: JSON.parse(job.payloadJson) as unknown,
+      payload: redactPayload(job.kind, job.payload),
       priority: job.priority,
       maxAttempts: job.maxAttempts,
-      retry: job.retryPolicy,
+      retry: job.retry,
       timeoutMs: job.timeoutMs,
     },
     jitterMs: schedule.jitterMs,
@@ -63,12 +71,8 @@ export const listSchedulesQuerySchema = z.strictObject({
     .enum(['true', 'false'])
     .transform((value) => value === 'true')
     .optional(),
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, { error: 'must be an integer from 1 to 1000' })
-    .transform(Number)
-    .refine((n) => n >= 1 && n <= 1000, { error: 'must be an integer from 1 to 1000' })
-    .optional(),
+  // Checked by the one page-size rule every list shares (src/job/list-params.ts), in the route.
+  limit: z.string().optional(),
   after: z.string().regex(SCHEDULE_ID_PATTERN, { error: 'must be a schedule id' }).optional(),
 });
 
@@ -124,8 +128,23 @@ function queueNameParam(name: string | undefined): string {
   return value;
 }
 
+/** Settings of {@link scheduleRoutes}. */
+export interface ScheduleRouteOptions {
+  /** Checks a webhook job's destination when a schedule is stored, as submits do; none refuses them. */
+  webhookGuard: DestinationGuard | undefined;
+}
+
+/** The schedule's job template, checked as a webhook submit would be (after the library's own checks). */
+function checkScheduleJob(input: unknown, guard: DestinationGuard | undefined): void {
+  if (!isPlainObject(input) || !isPlainObject(input.job)) return;
+  checkWebhookJob(input.job, guard, 'job.');
+}
+
 /** Routes for /v1/schedules and /v1/queues. */
-export function scheduleRoutes(docket: Docket): Hono<AppEnv> {
+export function scheduleRoutes(
+  docket: Docket,
+  options: ScheduleRouteOptions = { webhookGuard: undefined },
+): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();
 
   routes.post('/schedules', requireScope('admin'), async (c) => {
@@ -135,6 +154,8 @@ export function scheduleRoutes(docket: Docket): Hono<AppEnv> {
     if (typeof id === 'string' && SCHEDULE_ID_PATTERN.test(id) && (await docket.getSchedule(id)) !== null) {
       throw new HttpError(409, 'conflict', `schedule ${id} exists; replace it with PUT /v1/schedules/${id}`, 'id');
     }
+    normalizeScheduleSpec(input);
+    checkScheduleJob(input, options.webhookGuard);
     const { schedule } = await docket.schedule(input as ScheduleInput);
     c.header('Location', `/v1/schedules/${schedule.id}`);
     return c.json(scheduleJson(schedule), 201);
@@ -145,13 +166,15 @@ export function scheduleRoutes(docket: Docket): Hono<AppEnv> {
     const input = await readJson(c);
     if (!isPlainObject(input)) throw badRequest('body', 'must be a JSON object');
     if (input.id !== undefined && input.id !== id) throw badRequest('id', 'differs from the id in the path');
+    normalizeScheduleSpec({ ...input, id });
+    checkScheduleJob(input, options.webhookGuard);
     const { schedule, created } = await docket.schedule({ ...input, id } as ScheduleInput);
     return c.json(scheduleJson(schedule), created ? 201 : 200);
   });
 
   routes.get('/schedules', requireScope('read'), async (c) => {
     const query = readQuery(c, listSchedulesQuerySchema);
-    const limit = query.limit ?? 100;
+    const limit = pageSize(query.limit === undefined ? undefined : numberText(query.limit));
     const schedules = await docket.listSchedules({ paused: query.paused, limit, afterId: query.after });
     return c.json({
       schedules: schedules.map(scheduleJson),
@@ -213,7 +236,12 @@ export function scheduleOpenApi(): { paths: Record<string, unknown>; schemas: Re
     responses: {
       '200': { description: 'OK', ...json({ type: 'object' }) },
       ...Object.fromEntries(
-        [...codes, 401, 403, 500].map((code) => [String(code), { description: `Error ${code}`, ...json(error) }]),
+        [...codes, 401, 403, 421, 500].map((code) => [
+          String(code),
+          code < 300
+            ? { description: 'Created', ...json({ type: 'object' }) }
+            : { description: `Error ${code}`, ...json(error) },
+        ]),
       ),
     },
   });
@@ -238,9 +266,14 @@ export function scheduleOpenApi(): { paths: Record<string, unknown>; schemas: Re
     schemas: { Schedule: scheduleSchema },
     paths: {
       '/v1/schedules': {
-        post: op('admin', 'Create a schedule and enqueue its next run (201); 409 if the id exists.', [400, 409, 415], {
-          requestBody: body,
-        }),
+        post: op(
+          'admin',
+          'Create a schedule and enqueue its next run (201); 409 if the id exists.',
+          [201, 400, 409, 415],
+          {
+            requestBody: body,
+          },
+        ),
         get: op('read', 'List schedules by id, with their next run times.', [400], {
           parameters: [
             { name: 'paused', in: 'query', schema: { type: 'string', enum: ['true', 'false'] } },
@@ -259,7 +292,7 @@ export function scheduleOpenApi(): { paths: Record<string, unknown>; schemas: Re
         put: op(
           'admin',
           'Create (201) or replace (200) a schedule; a new cron, zone or jitter re-plans from now.',
-          [400, 415],
+          [201, 400, 415],
           {
             parameters: [idParam],
             requestBody: body,

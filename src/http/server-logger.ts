@@ -38,12 +38,7 @@ export function createServerLogger(level: string, destination?: pino.Destination
   return destination ? pino(options, destination) : pino(options);
 }
 
-/** Adapts pino to Docket's Logger seam (message first, fields second). */
+/** The server's pino logger as Docket's Logger: the seam takes pino's (fields, message) order, so it fits as is. */
 export function docketLogger(logger: ServerLogger): Logger {
-  return {
-    debug: (message, fields) => logger.debug(fields ?? {}, message),
-    info: (message, fields) => logger.info(fields ?? {}, message),
-    warn: (message, fields) => logger.warn(fields ?? {}, message),
-    error: (message, fields) => logger.error(fields ?? {}, message),
-  };
+  return logger;
 }

@@ -12,6 +12,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { DocketError } from '../job/errors.js';
 
 /** Settings of a {@link DestinationGuard}. */
 export interface DestinationGuardOptions {
@@ -22,10 +23,9 @@ export interface DestinationGuardOptions {
 }
 
 /** Why a destination was refused. */
-export class DestinationRefusedError extends Error {
+export class DestinationRefusedError extends DocketError {
   constructor(message: string) {
-    super(message);
-    this.name = 'DestinationRefusedError';
+    super('destination_refused', message);
   }
 }
 
@@ -51,6 +51,8 @@ const PRIVATE_RANGES: [string, number, 'ipv4' | 'ipv6'][] = [
   ['fe80::', 10, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
   ['2001:db8::', 32, 'ipv6'],
+  ['100::', 64, 'ipv6'],
+  ['fec0::', 10, 'ipv6'],
 ];
 
 function parseCidr(cidr: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } {
@@ -65,18 +67,59 @@ function parseCidr(cidr: string): { address: string; prefix: number; family: 'ip
   return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
 }
 
-/** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::/96) IPv6 address. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted?.[1]) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex?.[1] && hex[2]) {
-    const high = Number.parseInt(hex[1], 16);
-    const low = Number.parseInt(hex[2], 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+/** The 16 bytes of an IPv6 address (`isIP(address) === 6` already holds), or null. */
+function ipv6Bytes(address: string): number[] | null {
+  let text = address.toLowerCase();
+  const zone = text.indexOf('%');
+  if (zone >= 0) text = text.slice(0, zone);
+  const tail: number[] = [];
+  const dotted = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted?.[1] && dotted[2]) {
+    text = dotted[1].endsWith('::') ? dotted[1] : dotted[1].slice(0, -1);
+    tail.push(...dotted[2].split('.').map(Number));
   }
+  const [head = '', rest] = text.split('::') as [string, string | undefined];
+  const groups = (part: string) => (part === '' ? [] : part.split(':').map((g) => Number.parseInt(g, 16)));
+  const left = groups(head);
+  const right = rest === undefined ? [] : groups(rest);
+  const missing = 8 - tail.length / 2 - left.length - right.length;
+  if (missing < 0 || (rest === undefined && missing !== 0)) return null;
+  const words = [...left, ...new Array<number>(missing).fill(0), ...right];
+  const bytes = words.flatMap((word) => [word >> 8, word & 255]);
+  return [...bytes, ...tail];
+}
+
+const startsWith = (bytes: readonly number[], prefix: readonly number[]) => prefix.every((b, i) => bytes[i] === b);
+const dottedQuad = (bytes: readonly number[]) => bytes.join('.');
+
+/**
+ * IPv6 forms that carry (or may be routed to) an IPv4 address, with the IPv4 address to check in
+ * its place, or `refuse` for a form that is never a legitimate webhook destination:
+ * - `::ffff:a.b.c.d` (IPv4-mapped) and `::ffff:0:a.b.c.d` (IPv4-translated, RFC 2765): the v4 inside;
+ * - `64:ff9b::a.b.c.d` (NAT64, RFC 6052): the v4 inside; `64:ff9b:1::/48` (local NAT64): refused;
+ * - `2002:AABB:CCDD::/16` (6to4): the v4 in bits 16 to 48;
+ * - `::a.b.c.d` (IPv4-compatible, deprecated; `[::127.0.0.1]` reaches loopback on some stacks): refused;
+ * - `2001:0::/32` (Teredo, whose v4 is obfuscated): refused.
+ */
+function embeddedIpv4(address: string): string | 'refuse' | null {
+  const bytes = ipv6Bytes(address);
+  if (bytes?.length !== 16) return 'refuse';
+  const zeros = (n: number) => new Array<number>(n).fill(0);
+  if (startsWith(bytes, [...zeros(10), 0xff, 0xff])) return dottedQuad(bytes.slice(12));
+  if (startsWith(bytes, [...zeros(8), 0xff, 0xff, 0, 0])) return dottedQuad(bytes.slice(12));
+  if (startsWith(bytes, [0, 0x64, 0xff, 0x9b, ...zeros(8)])) return dottedQuad(bytes.slice(12));
+  if (startsWith(bytes, [0, 0x64, 0xff, 0x9b, 0, 1])) return 'refuse';
+  if (startsWith(bytes, [0x20, 0x02])) return dottedQuad(bytes.slice(2, 6));
+  if (startsWith(bytes, [0x20, 0x01, 0, 0])) return 'refuse';
+  // ::/96 minus :: and ::1, which the blocked ranges name themselves.
+  if (startsWith(bytes, zeros(12)) && !(bytes[12] === 0 && bytes[13] === 0 && bytes[14] === 0)) return 'refuse';
   return null;
+}
+
+/** Names that always mean this machine (RFC 6761), refused without asking DNS. */
+function isLoopbackName(host: string): boolean {
+  const name = host.replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
 }
 
 /** Checks webhook destinations; see the file header. */
@@ -122,6 +165,9 @@ export class DestinationGuard {
       );
     }
     if (isIP(host) !== 0) this.checkAddress(host);
+    else if (isLoopbackName(host) && !this.exempt.check('127.0.0.1', 'ipv4') && !this.exempt.check('::1', 'ipv6')) {
+      throw new DestinationRefusedError(`host ${host} always names this machine and is not allowed`);
+    }
     return url;
   }
 
@@ -130,6 +176,9 @@ export class DestinationGuard {
     const family = isIP(address);
     if (family === 0) throw new DestinationRefusedError(`${address} is not an IP address`);
     const inner = family === 6 ? embeddedIpv4(address) : null;
+    if (inner === 'refuse') {
+      throw new DestinationRefusedError(`address ${address} is a reserved IPv6 form and is not allowed`);
+    }
     const checked = inner ?? address;
     const checkedType: 'ipv4' | 'ipv6' = inner || family === 4 ? 'ipv4' : 'ipv6';
     if (this.blocked.check(checked, checkedType) && !this.exempt.check(checked, checkedType)) {

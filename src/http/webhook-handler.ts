@@ -18,15 +18,28 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { z } from 'zod';
 import type { Docket } from '../docket.js';
-import { ValidationError } from '../job/errors.js';
-import type { JsonValue } from '../job/job.js';
+import { WEBHOOK_KIND } from '../job/builtin-kinds.js';
+import { DocketError, ValidationError } from '../job/errors.js';
+import type { Job, JsonValue } from '../job/job.js';
+import { checkJsonValue } from '../job/json-value.js';
 import type { JobContext } from '../worker/job-handler.js';
 import { type DestinationGuard, DestinationRefusedError } from './ssrf-guard.js';
 import { withSpan } from './tracing.js';
 import { signWebhook } from './webhook-signature.js';
 
-/** The job kind webhook jobs are submitted with. */
-export const WEBHOOK_KIND = 'docket.webhook';
+export { WEBHOOK_KIND };
+
+/** What every read shows instead of a webhook header's value. */
+export const REDACTED = '[redacted]';
+
+/**
+ * Header values Node's HTTP client can send (its `validateHeaderValue` rule): tab, visible ASCII,
+ * space and Latin-1 above 0x7f; no NUL, no other control character, nothing past U+00FF. A
+ * value outside it would fail every delivery until the job is parked.
+ */
+export const HEADER_VALUE_PATTERN = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Header names are RFC 7230 tokens. */
+export const HEADER_NAME_PATTERN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 
 /** Headers a payload may not set: the transport's own, and the signature's. */
 const RESERVED_HEADERS = /^(host|content-length|content-type|transfer-encoding|connection|te|upgrade|docket-.*)$/i;
@@ -34,19 +47,21 @@ const RESERVED_HEADERS = /^(host|content-length|content-type|transfer-encoding|c
 /** A webhook job's payload. */
 export const webhookPayloadSchema = z.strictObject({
   url: z.string().min(1).max(2048),
-  body: z.json().optional(),
+  // Any JSON value: checkJsonValue (depth, size, storable strings) has already walked it, without
+  // recursion, before this schema sees it.
+  body: z.unknown().optional(),
   headers: z
     .record(
       z
         .string()
-        .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, { error: 'is not a valid header name' })
+        .regex(HEADER_NAME_PATTERN, { error: 'is not a valid header name (an RFC 7230 token)' })
         .refine((name) => !RESERVED_HEADERS.test(name), { error: 'is set by Docket and cannot be overridden' }),
-      z
-        .string()
-        .max(8192)
-        .regex(/^[^\r\n]*$/, { error: 'must not contain line breaks' }),
+      z.string().max(8192).regex(HEADER_VALUE_PATTERN, {
+        error: 'is not a valid header value (tab, printable ASCII and Latin-1 only; no control characters)',
+      }),
     )
-    .optional(),
+    .optional()
+    .describe('Sent with every delivery. Write-only: every read shows the values as "[redacted]".'),
 });
 
 /** A validated webhook payload. */
@@ -54,6 +69,7 @@ export type WebhookPayload = z.output<typeof webhookPayloadSchema>;
 
 /** Validates a webhook payload and its URL against the guard; throws ValidationError naming the field. */
 export function validateWebhookPayload(payload: unknown, guard: DestinationGuard, field = 'payload'): WebhookPayload {
+  checkJsonValue(field, payload);
   const parsed = webhookPayloadSchema.safeParse(payload);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -73,6 +89,27 @@ export function validateWebhookPayload(payload: unknown, guard: DestinationGuard
   return parsed.data;
 }
 
+/**
+ * A webhook payload as reads show it: header values replaced by {@link REDACTED}, since they
+ * often hold the receiver's credentials. Any other payload is returned as is.
+ */
+export function redactPayload(kind: string, payload: unknown): unknown {
+  if (kind !== WEBHOOK_KIND || typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    return payload;
+  }
+  const headers = (payload as { headers?: unknown }).headers;
+  if (typeof headers !== 'object' || headers === null) return payload;
+  return {
+    ...payload,
+    headers: Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED])),
+  };
+}
+
+/** A job with its webhook headers redacted (see {@link redactPayload}). */
+export function redactJob<J extends Pick<Job, 'kind' | 'payload'>>(job: J): J {
+  return { ...job, payload: redactPayload(job.kind, job.payload) as JsonValue };
+}
+
 /** Settings of {@link registerWebhookHandler}. */
 export interface WebhookHandlerOptions {
   /** HMAC-SHA256 signing secret shared with receivers. */
@@ -90,14 +127,13 @@ export interface WebhookHandlerOptions {
  * A failed delivery. `retryAfterMs` asks the worker to wait at least that long before the next
  * attempt; `retryable: false` asks it to park at once (a refused destination never gets better).
  */
-export class WebhookDeliveryError extends Error {
+export class WebhookDeliveryError extends DocketError {
   readonly status: number | null;
   readonly retryAfterMs: number | undefined;
   readonly retryable: boolean;
 
   constructor(message: string, options: { status?: number | null; retryAfterMs?: number; retryable?: boolean } = {}) {
-    super(message);
-    this.name = 'WebhookDeliveryError';
+    super('webhook_delivery_failed', message);
     this.status = options.status ?? null;
     this.retryAfterMs = options.retryAfterMs;
     this.retryable = options.retryable ?? true;
@@ -218,7 +254,9 @@ export function registerWebhookHandler(docket: Docket, options: WebhookHandlerOp
               retryable: false,
             });
           }
-          const code = (error as NodeJS.ErrnoException).code;
+          // A socket error's errno code (ECONNREFUSED) says most; our own timeout error is a
+          // DocketError whose code is generic, so its message is the reason instead.
+          const code = error instanceof DocketError ? undefined : (error as NodeJS.ErrnoException).code;
           throw new WebhookDeliveryError(`POST to ${url.hostname} failed: ${code ?? (error as Error).message}`, {});
         }
         span.setAttribute('http.response.status_code', response.status);

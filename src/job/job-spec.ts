@@ -3,11 +3,25 @@
  * store sees it, so bad input is refused with a {@link ValidationError} naming the field and
  * nothing is written.
  */
+import { BUILTIN_QUEUE, isBuiltinKind } from './builtin-kinds.js';
 import { ValidationError } from './errors.js';
+import { describe, finiteAtLeast, integerIn, isPlainObject, rejectUnknownFields } from './field-checks.js';
+import { LATEST_RUN_AT_MS, parseInstant } from './instant.js';
 import type { JsonValue, RetryPolicy } from './job.js';
+import { serializePayload, validateStorableText } from './json-value.js';
 
-/** Largest payload accepted, measured as UTF-8 bytes of its JSON text (256 KiB). */
-export const MAX_PAYLOAD_BYTES = 256 * 1024;
+// Re-exported so existing imports of these names from job-spec keep working.
+export { describe, finiteAtLeast, integerIn, isPlainObject, rejectUnknownFields } from './field-checks.js';
+export { LATEST_RUN_AT_MS, parseInstant, RFC3339_INSTANT_PATTERN } from './instant.js';
+export {
+  checkJsonValue,
+  MAX_PAYLOAD_BYTES,
+  MAX_PAYLOAD_DEPTH,
+  serializePayload,
+  unstorableReason,
+  validateStorableText,
+} from './json-value.js';
+
 /** Longest idempotency key accepted, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 /** Longest job kind accepted, in characters. */
@@ -18,10 +32,14 @@ export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 export const PRIORITY_RANGE = { min: -32768, max: 32767 } as const;
 /** maxAttempts bounds. */
 export const MAX_ATTEMPTS_RANGE = { min: 1, max: 1000 } as const;
-/** Latest run time accepted (year 9999), so a typo in seconds-vs-ms cannot park a job for ever unnoticed. */
-export const LATEST_RUN_AT_MS = Date.UTC(9999, 11, 31);
+/**
+ * Longest `delayMs` accepted: 100 years. The delay is added to the database's clock, which
+ * validation cannot read, so the bound is fixed well inside {@link LATEST_RUN_AT_MS} for any
+ * plausible "now"; a larger delay is nearly always seconds given as milliseconds twice over.
+ */
+export const MAX_DELAY_MS = 100 * 365.25 * 24 * 3600 * 1000;
 
-/** The design's defaults: five attempts, delays of 2, 4, 8, 16 s, up to 20 % jitter added. */
+/** The defaults of docs/design.md: five attempts, delays of 2, 4, 8, 16 s, up to 20 % jitter added. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
   baseDelayMs: 1000,
   factor: 2,
@@ -37,9 +55,9 @@ export interface SubmitInput<P = JsonValue> {
   kind: string;
   /** Any JSON-serialisable value; `undefined` is stored as `null`. */
   payload?: P;
-  /** Earliest start, as a Date or epoch milliseconds. Omit (with no delayMs) to run as soon as possible. */
-  runAt?: Date | number;
-  /** Start this long after the database's now; exclusive with runAt. */
+  /** Earliest start: a Date, epoch milliseconds or an RFC 3339 string with an offset. Omit (with no delayMs) to run as soon as possible. */
+  runAt?: Date | number | string;
+  /** Start this long after the database's now (at most {@link MAX_DELAY_MS}, 100 years); exclusive with runAt. */
   delayMs?: number;
   /** Lower runs first within a queue; default 0. */
   priority?: number;
@@ -91,107 +109,6 @@ const SUBMIT_FIELDS = new Set<string>([
 ]);
 const RETRY_FIELDS = new Set<string>(['baseDelayMs', 'factor', 'maxDelayMs', 'jitterRatio']);
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
-}
-
-export function rejectUnknownFields(value: Record<string, unknown>, known: Set<string>, prefix: string): void {
-  for (const key of Object.keys(value)) {
-    if (!known.has(key)) {
-      throw new ValidationError(`${prefix}${key}`, `unknown option (known: ${[...known].join(', ')})`);
-    }
-  }
-}
-
-export function integerIn(field: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value)) {
-    throw new ValidationError(field, `must be an integer, got ${describe(value)}`);
-  }
-  if (value < min || value > max) {
-    throw new ValidationError(field, `must be between ${min} and ${max}, got ${value}`);
-  }
-  return value;
-}
-
-export function finiteAtLeast(field: string, value: unknown, min: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new ValidationError(field, `must be a finite number, got ${describe(value)}`);
-  }
-  if (value < min) throw new ValidationError(field, `must be at least ${min}, got ${value}`);
-  return value;
-}
-
-/** A short description of a bad value for error messages (never the whole payload). */
-export function describe(value: unknown): string {
-  if (typeof value === 'number') return String(value);
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
-  if (value === null) return 'null';
-  return typeof value;
-}
-
-/**
- * Refuses an ISO-8601 date naming a day that does not exist. `Date.parse("2026-02-30")` quietly
- * rolls over to March 2, which would run a job on a day nobody asked for.
- */
-function rejectImpossibleCalendarDay(field: string, value: string): void {
-  const match = /^\s*([+-]?\d{4,6})-(\d{2})-(\d{2})/.exec(value);
-  if (!match) return;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const probe = new Date(0);
-  probe.setUTCFullYear(year, month - 1, day);
-  if (month < 1 || month > 12 || probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day) {
-    throw new ValidationError(field, `is not a valid time: ${describe(value)} names a day that does not exist`);
-  }
-}
-
-/** Checks and converts a run time given as a Date, epoch ms or ISO-8601 string. */
-export function parseInstant(field: string, value: unknown): Date {
-  let ms: number;
-  if (value instanceof Date) ms = value.getTime();
-  else if (typeof value === 'number') ms = value;
-  else if (typeof value === 'string' && value.trim() !== '') {
-    rejectImpossibleCalendarDay(field, value);
-    ms = Date.parse(value);
-  } else
-    throw new ValidationError(
-      field,
-      `must be a Date, epoch milliseconds or an ISO-8601 string, got ${describe(value)}`,
-    );
-  if (!Number.isFinite(ms)) throw new ValidationError(field, `is not a valid time: ${describe(value)}`);
-  if (ms < 0 || ms > LATEST_RUN_AT_MS) {
-    throw new ValidationError(field, `must lie between 1970-01-01 and 9999-12-31, got ${describe(value)}`);
-  }
-  return new Date(ms);
-}
-
-/** Serialises a payload, refusing what JSON cannot carry faithfully and what is too large. */
-export function serializePayload(field: string, payload: unknown): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(payload === undefined ? null : payload, (key, value: unknown) => {
-      if (typeof value === 'bigint')
-        throw new ValidationError(`${field}${key ? `.${key}` : ''}`, 'a BigInt is not JSON');
-      if (typeof value === 'function' || typeof value === 'symbol') {
-        throw new ValidationError(`${field}${key ? `.${key}` : ''}`, `a ${typeof value} is not JSON`);
-      }
-      if (typeof value === 'number' && !Number.isFinite(value)) {
-        throw new ValidationError(`${field}${key ? `.${key}` : ''}`, `${value} is not JSON (it would become null)`);
-      }
-      return value;
-    });
-  } catch (error) {
-    if (error instanceof ValidationError) throw error;
-    throw new ValidationError(field, `is not JSON-serialisable: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new ValidationError(field, 'is not JSON-serialisable');
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > MAX_PAYLOAD_BYTES) {
-    throw new ValidationError(field, `is ${bytes} bytes of JSON, over the ${MAX_PAYLOAD_BYTES}-byte limit`);
-  }
-  return text;
-}
-
 /** Validates a retry policy override and merges it over the defaults. */
 export function normalizeRetryPolicy(value: unknown, field = 'retry'): RetryPolicy {
   if (value === undefined) return DEFAULT_RETRY_POLICY;
@@ -215,7 +132,7 @@ export function validateKind(value: unknown, field = 'kind'): string {
     throw new ValidationError(field, `must be a non-empty string, got ${describe(value)}`);
   }
   if (value.length > MAX_KIND_LENGTH) throw new ValidationError(field, `must be at most ${MAX_KIND_LENGTH} characters`);
-  return value;
+  return validateStorableText(field, value);
 }
 
 /** Validates a queue name. */
@@ -230,6 +147,26 @@ export function validateQueue(value: unknown, field = 'queue'): string {
 }
 
 /**
+ * The queue of a job: built-in kinds live on {@link BUILTIN_QUEUE} (their default), and no user
+ * kind may use it, so local built-in workers and remote workers can never take each other's jobs.
+ */
+function resolveQueue(kind: string, value: unknown, field: string): string {
+  if (isBuiltinKind(kind)) {
+    if (value === undefined || value === BUILTIN_QUEUE) return BUILTIN_QUEUE;
+    throw new ValidationError(
+      field,
+      `${kind} jobs run on the reserved queue ${BUILTIN_QUEUE}; leave queue out, got ${describe(value)}`,
+    );
+  }
+  if (value === undefined) return DEFAULT_QUEUE;
+  const queue = validateQueue(value, field);
+  if (queue === BUILTIN_QUEUE) {
+    throw new ValidationError(field, `${BUILTIN_QUEUE} is reserved for Docket's built-in kinds`);
+  }
+  return queue;
+}
+
+/**
  * Validates one submit input and turns it into a {@link JobSpec}.
  * @param random uniform in [0, 1); injected so jitter is reproducible in tests.
  */
@@ -239,7 +176,7 @@ export function normalizeSubmit(input: unknown, random: () => number = Math.rand
   rejectUnknownFields(input, SUBMIT_FIELDS, field);
 
   const kind = validateKind(input.kind, at('kind'));
-  const queue = input.queue === undefined ? DEFAULT_QUEUE : validateQueue(input.queue, at('queue'));
+  const queue = resolveQueue(kind, input.queue, at('queue'));
   const payloadJson = serializePayload(at('payload'), input.payload);
   const priority =
     input.priority === undefined
@@ -265,7 +202,7 @@ export function normalizeSubmit(input: unknown, random: () => number = Math.rand
         `is ${key.length} characters, over the ${MAX_IDEMPOTENCY_KEY_LENGTH}-character limit`,
       );
     }
-    idempotencyKey = key;
+    idempotencyKey = validateStorableText(at('idempotencyKey'), key);
   }
 
   if (input.runAt !== undefined && input.delayMs !== undefined) {
@@ -274,10 +211,13 @@ export function normalizeSubmit(input: unknown, random: () => number = Math.rand
   let runAt: Date | null = input.runAt === undefined ? null : parseInstant(at('runAt'), input.runAt);
   let delayMs = 0;
   if (input.delayMs !== undefined) {
-    delayMs = integerIn(at('delayMs'), input.delayMs, 0, LATEST_RUN_AT_MS);
+    delayMs = integerIn(at('delayMs'), input.delayMs, 0, MAX_DELAY_MS);
   }
   if (input.jitterMs !== undefined) {
     const jitterMs = integerIn(at('jitterMs'), input.jitterMs, 0, 7 * 24 * 3600 * 1000);
+    if (runAt && runAt.getTime() + jitterMs > LATEST_RUN_AT_MS) {
+      throw new ValidationError(at('jitterMs'), 'would spread the start past 9999-12-31T23:59:59.999Z');
+    }
     // Uniform in [0, jitterMs): never before the requested instant, spreads "on the hour" spikes.
     const offset = Math.floor(random() * jitterMs);
     if (runAt) runAt = new Date(runAt.getTime() + offset);

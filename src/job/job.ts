@@ -6,7 +6,7 @@
  * the retention period; `dead` means parked in the dead-letter table for a human.
  *
  * Whether a live job is claimable is decided by time, not by state alone: a `running` job whose
- * lease has lapsed is due again, exactly as in the design's reference model. See
+ * lease has lapsed is due again, exactly as in the reference model of docs/design.md. See
  * docs/architecture.md for the state machine.
  */
 
@@ -43,7 +43,7 @@ export interface AttemptError {
 export interface RetryPolicy {
   /** Delay before retry n is `baseDelayMs * factor ** n`, before the cap and jitter. */
   baseDelayMs: number;
-  /** Growth per attempt; 2 reproduces the design's 2, 4, 8, 16 s. */
+  /** Growth per attempt; 2 reproduces the 2, 4, 8, 16 s of docs/design.md. */
   factor: number;
   /** The delay never exceeds this, before jitter. */
   maxDelayMs: number;

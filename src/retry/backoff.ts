@@ -28,18 +28,31 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () =>
   return Math.max(Math.ceil(minMs), Math.floor(minMs + random() * (maxMs - minMs)));
 }
 
-/** What a failed attempt may ask of the policy (a webhook's Retry-After, a request that can never succeed). */
+/**
+ * What a failed attempt may ask of the policy (a webhook's Retry-After, a request that can never
+ * succeed, a handler's "not now"). Local handlers give them by throwing RetryAfterError,
+ * DoNotRetryError or SnoozeError (or any value with these properties); remote workers send
+ * `retryAfterMs` with their fail call. Every path decides through {@link decideAfterFailure}.
+ */
 export interface RetryHints {
   /** Wait at least this long before the retry; never shortens the backoff. */
   retryAfterMs?: number | undefined;
   /** `false` parks the job at once: retrying cannot help (a refused destination, a 4xx). */
   retryable?: boolean | undefined;
+  /**
+   * Retry after exactly this long instead of the backoff (SnoozeError). The attempt still counts,
+   * so with none left the job is parked.
+   */
+  snoozeMs?: number | undefined;
 }
 
 /**
  * Retry or park after attempt `attempts` failed. Attempts are counted at claim time, so
  * `attempts` already includes the attempt that just failed. Hints may lengthen the wait or park
- * at once; they can never make a retry sooner than its backoff band allows.
+ * at once; apart from an explicit snooze they can never make a retry sooner than its backoff
+ * band allows. Precedence: no attempts left or `retryable: false` parks; then `snoozeMs` sets the
+ * delay outright; otherwise the backoff, lengthened to `retryAfterMs` when that is longer.
+ * Invalid hint values (negative, NaN, infinite) are ignored.
  */
 export function decideAfterFailure(params: {
   attempts: number;
@@ -49,10 +62,17 @@ export function decideAfterFailure(params: {
   hints?: RetryHints | undefined;
 }): RetryDecision {
   if (params.attempts >= params.maxAttempts || params.hints?.retryable === false) return { kind: 'park' };
+  const snoozeMs = params.hints?.snoozeMs;
+  if (isDelay(snoozeMs)) return { kind: 'retry', delayMs: Math.ceil(snoozeMs) };
   const delayMs = retryDelayMs(params.policy, params.attempts, params.random);
   const retryAfterMs = params.hints?.retryAfterMs;
-  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs > delayMs) {
+  if (isDelay(retryAfterMs) && retryAfterMs > delayMs) {
     return { kind: 'retry', delayMs: Math.ceil(retryAfterMs) };
   }
   return { kind: 'retry', delayMs };
+}
+
+/** A usable delay hint: a finite number of milliseconds >= 0. */
+export function isDelay(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }

@@ -10,7 +10,7 @@
  */
 import { Cron } from 'croner';
 import { ValidationError } from '../job/errors.js';
-import { describe } from '../job/job-spec.js';
+import { describe } from '../job/field-checks.js';
 
 /** Longest cron expression accepted, in characters. */
 export const MAX_CRON_LENGTH = 256;

@@ -2,9 +2,28 @@
  * The misfire policy: which runs to enqueue when a schedule's next job is planned, given the
  * last slot that already has a job and the database's now.
  *
- * A slot is missed when its run time (slot plus jitter offset) is at or before now and no job was
- * ever enqueued for it. A job already in the table always runs, late if need be (durable
- * acceptance); the policy only decides about slots that have no job:
+ * Which slots were missed. A slot is missed when it passed while nothing ran, and that is judged
+ * in slot time, never by jittered run times, so a jitter offset cannot turn a live slot into a
+ * missed one:
+ * - On the claim path (the run for lastSlotAt is starting now), the claimed run tells how long
+ *   the schedule really stood still: it waited `now - its run time` past its due time. A later
+ *   slot is missed only when it lies within that wait of the claimed slot
+ *   (slot <= lastSlotAt + wait, i.e. slot <= now - the claimed run's offset). Without jitter
+ *   that is "slot <= now", the plain rule; with jitter both sides are slot times, so a worker
+ *   that claims each run 40 ms after it falls due misses nothing, however the offsets of
+ *   neighbouring slots interleave. A slot *overtaken* by the claimed run (its run time at or
+ *   before the claimed run's, possible when per-occurrence jitter exceeds the spacing) is never
+ *   missed, whatever the wait: its job could only come from this claim, and it fell due before
+ *   the claimed run did, so no outage explains its loss. (Found with a per-second schedule and 3 s per-occurrence
+ *   jitter: slot :18 fell due at :19.072, the claim of :17 landed at :19.077, and `skip` dropped
+ *   :18 although the workers had been up all along.)
+ * - Elsewhere (a new or resumed schedule plans from now; repair plans from a run an operator
+ *   cancelled), nothing is starting: a slot is missed when its run time is at or before now.
+ * A slot that is due (run time at or before now) but not missed is enqueued, due at once,
+ * whatever the policy: it is merely late by the claim's latency.
+ *
+ * A job already in the table always runs, late if need be (durable acceptance); the policy only
+ * decides about missed slots, which have no job:
  * - `skip` (default): none of the missed slots run; only the next slot is enqueued.
  * - `run_once`: one run for all missed slots, for the latest of them, due at once, plus the next.
  *   On the claim path the late job that is starting is that one run, so nothing is added.
@@ -61,19 +80,52 @@ export function plannedRun(schedule: PlannableSchedule, slot: Date): PlannedRun 
   };
 }
 
+/**
+ * The latest instant a slot may have and count as missed (see the file comment): on the claim
+ * path the claimed slot plus how long its run waited past its due time; elsewhere now itself,
+ * against each slot's run time.
+ */
+function missedThroughMs(input: MisfireInput): { slotMs: number; claimedRunAtMs: number } | { runAtMs: number } {
+  if (!input.lastSlotRunsNow) return { runAtMs: input.now.getTime() };
+  const claimed = plannedRun(input.schedule, input.lastSlotAt);
+  const waitedMs = Math.max(0, input.now.getTime() - claimed.runAt.getTime());
+  return { slotMs: input.lastSlotAt.getTime() + waitedMs, claimedRunAtMs: claimed.runAt.getTime() };
+}
+
 /** Applies the schedule's misfire policy: the runs to enqueue now, and the next run. */
 export function planScheduleRuns(input: MisfireInput): MisfirePlan {
   const { schedule, lastSlotAt, now } = input;
   const nowMs = now.getTime();
-  // A slot at or before now - jitterMs is missed whatever its offset (offsets are < jitterMs);
-  // only the slots after this boundary need their own run time compared with now.
-  const boundary = new Date(Math.max(lastSlotAt.getTime(), nowMs - schedule.jitterMs));
+  const lastMs = lastSlotAt.getTime();
+  const through = missedThroughMs(input);
+  const claimedRunAtMs = 'slotMs' in through ? through.claimedRunAtMs : Number.NEGATIVE_INFINITY;
+  const isMissed = (run: PlannedRun) =>
+    'slotMs' in through
+      ? run.slot.getTime() <= through.slotMs && run.runAt.getTime() > claimedRunAtMs
+      : run.runAt.getTime() <= through.runAtMs;
+  // Slots after lastSlotAt fall into three stretches, so the work stays bounded by one jitter
+  // window however long nothing ran:
+  // - (lastSlotAt, prefixEnd]: slots the claimed run may have overtaken (a slot before the claimed
+  //   run time), looked at one by one;
+  // - (prefixEnd, boundary]: at or before now - jitterMs, missed whatever the offsets (offsets
+  //   are < jitterMs, so this lies before both thresholds of isMissed), found by bisection;
+  // - after the boundary: compared with now one by one, up to the first run still ahead (next).
+  const boundaryMs = Math.max(lastMs, nowMs - schedule.jitterMs);
+  const prefixEndMs = Math.max(lastMs, Math.min(boundaryMs, claimedRunAtMs));
+  const boundary = new Date(boundaryMs);
+  const bulkFloor = new Date(prefixEndMs);
+  // Due but not missed: late only by the claim's latency, or overtaken by the claimed run.
+  // They run, due at once, whatever the policy.
+  const late: PlannedRun[] = [];
+  const prefixMissed: PlannedRun[] = [];
+  for (let slot = nextSlotAfter(schedule, lastSlotAt); slot !== null && slot.getTime() <= prefixEndMs; ) {
+    const run = plannedRun(schedule, slot);
+    if (isMissed(run)) prefixMissed.push(run);
+    else late.push(run);
+    slot = nextSlotAfter(schedule, slot);
+  }
+
   const recentMissed: PlannedRun[] = [];
-  // With per-occurrence jitter wider than the spacing, a later slot can fall due before the run
-  // being claimed. Such a slot was overtaken, not missed: nothing was late, so it runs (due at
-  // once) whatever the misfire policy.
-  const overtaken: PlannedRun[] = [];
-  const claimedRunAtMs = input.lastSlotRunsNow ? plannedRun(schedule, lastSlotAt).runAt.getTime() : Number.NaN;
   let candidate = nextSlotAfter(schedule, boundary);
   let next: PlannedRun | null = null;
   while (candidate !== null) {
@@ -82,44 +134,48 @@ export function planScheduleRuns(input: MisfireInput): MisfirePlan {
       next = run;
       break;
     }
-    if (run.runAt.getTime() <= claimedRunAtMs) {
-      overtaken.push(run);
-      candidate = nextSlotAfter(schedule, candidate);
-      continue;
-    }
-    recentMissed.push(run);
-    if (recentMissed.length >= MAX_JITTER_WINDOW_SCAN) {
-      // Every slot after now has a run time after now, so this is a valid next run.
-      const afterNow = nextSlotAfter(schedule, now);
-      next = afterNow === null ? null : plannedRun(schedule, afterNow);
-      break;
+    if (!isMissed(run)) {
+      late.push(run);
+    } else {
+      recentMissed.push(run);
+      if (recentMissed.length >= MAX_JITTER_WINDOW_SCAN) {
+        // Every slot after now has a run time after now, so this is a valid next run.
+        const afterNow = nextSlotAfter(schedule, now);
+        next = afterNow === null ? null : plannedRun(schedule, afterNow);
+        break;
+      }
     }
     candidate = nextSlotAfter(schedule, candidate);
   }
 
-  // The latest missed slot at or before the boundary, found without walking the whole outage.
-  const olderMissed = (before: Date, notBefore: Date): Date | null =>
-    previousSlotBefore(schedule, before, new Date(Math.max(lastSlotAt.getTime(), notBefore.getTime())));
-  const justAfterBoundary = new Date(boundary.getTime() + 1);
-  const missed = recentMissed.length > 0 || olderMissed(justAfterBoundary, lastSlotAt) !== null;
+  // The latest slot of the middle stretch, found without walking the whole outage.
+  const justAfterBoundary = new Date(boundaryMs + 1);
+  const latestBulk = previousSlotBefore(schedule, justAfterBoundary, bulkFloor);
+  const missed = recentMissed.length > 0 || latestBulk !== null || prefixMissed.length > 0;
 
   const { misfire } = schedule;
-  if (!missed || misfire.policy === 'skip') return { runs: overtaken, next, missed };
+  if (!missed || misfire.policy === 'skip') return { runs: late, next, missed };
 
+  const bySlot = (a: PlannedRun, b: PlannedRun) => a.slot.getTime() - b.slot.getTime();
   if (misfire.policy === 'run_once') {
-    if (input.lastSlotRunsNow) return { runs: overtaken, next, missed };
-    const latest = recentMissed.at(-1) ?? plannedRun(schedule, olderMissed(justAfterBoundary, lastSlotAt) as Date);
-    return { runs: [...overtaken, latest], next, missed };
+    if (input.lastSlotRunsNow) return { runs: late, next, missed };
+    const latest =
+      recentMissed.at(-1) ?? (latestBulk === null ? prefixMissed.at(-1) : plannedRun(schedule, latestBulk));
+    return { runs: latest === undefined ? late : [...late, latest].sort(bySlot), next, missed };
   }
 
   // catch_up: the latest maxCatchUpRuns missed slots no older than the window.
   const windowStartMs = nowMs - misfire.catchUpWindowMs;
-  const runs = recentMissed.filter((run) => run.slot.getTime() >= windowStartMs).slice(-misfire.maxCatchUpRuns);
+  const inWindow = (run: PlannedRun) => run.slot.getTime() >= windowStartMs;
+  const runs = recentMissed.filter(inWindow).slice(-misfire.maxCatchUpRuns);
   if (runs.length < misfire.maxCatchUpRuns) {
-    const floor = new Date(Math.max(lastSlotAt.getTime(), windowStartMs - 1));
+    const floor = new Date(Math.max(prefixEndMs, windowStartMs - 1));
     runs.unshift(...olderMissedSlots(schedule, floor, justAfterBoundary, misfire.maxCatchUpRuns - runs.length));
   }
-  return { runs: [...overtaken, ...runs].sort((a, b) => a.slot.getTime() - b.slot.getTime()), next, missed };
+  if (runs.length < misfire.maxCatchUpRuns) {
+    runs.unshift(...prefixMissed.filter(inWindow).slice(-(misfire.maxCatchUpRuns - runs.length)));
+  }
+  return { runs: [...late, ...runs].sort(bySlot), next, missed };
 }
 
 /**

@@ -81,6 +81,9 @@ export interface ScheduleInput<P = JsonValue> {
   paused?: boolean;
 }
 
+/** A {@link ScheduleInput} whose job is typed as `J` (a kind-checked or defined job; see src/job/job-definition.ts). */
+export type ScheduleInputWith<J> = Omit<ScheduleInput, 'job'> & { job: J };
+
 /** The validated job template: a {@link JobSpec} without the per-run fields. */
 export type ScheduleJobTemplate = Pick<
   JobSpec,
@@ -100,9 +103,34 @@ export interface ScheduleSpec {
   paused: boolean;
 }
 
-/** A schedule as stored, with its progress. Times are database times. */
-export interface Schedule extends ScheduleSpec {
-  /** The slot of the job most recently enqueued for this schedule; null before the first. */
+/**
+ * The job a schedule enqueues for each slot, as a {@link Schedule} record carries it: the input's
+ * names ({@link ScheduleJobInput}) with every default filled in, so a record read back is also a
+ * valid input. The same shape over HTTP and in the CLI's `--json`.
+ */
+export interface ScheduleJob {
+  kind: string;
+  queue: string;
+  /** The payload each run gets, as a JSON value. */
+  payload: JsonValue;
+  priority: number;
+  maxAttempts: number;
+  /** The full retry policy of each run (defaults merged). */
+  retry: RetryPolicy;
+  /** Per-attempt time limit in ms; null = no limit. */
+  timeoutMs: number | null;
+}
+
+/**
+ * A schedule as stored, with its progress: the record the library returns, and (instants as
+ * ISO-8601 strings) the one HTTP and the CLI's `--json` print. Times are database times.
+ */
+export interface Schedule extends Omit<ScheduleSpec, 'job'> {
+  job: ScheduleJob;
+  /**
+   * The latest slot whose run has started, or was enqueued already due (a late or caught-up
+   * run); null before the first. Never the future slot of the pending run (that is nextSlotAt).
+   */
   lastSlotAt: Date | null;
   /** The slot of the pending next run; null while paused or when the pattern has no later match. */
   nextSlotAt: Date | null;

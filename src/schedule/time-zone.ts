@@ -6,7 +6,7 @@
  * milliseconds, so wall times compare and subtract like plain numbers.
  */
 import { ValidationError } from '../job/errors.js';
-import { describe } from '../job/job-spec.js';
+import { describe } from '../job/field-checks.js';
 
 /** Longest time-zone name accepted (the longest IANA name is 32 characters). */
 export const MAX_TIME_ZONE_LENGTH = 64;

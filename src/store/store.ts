@@ -14,7 +14,7 @@
  *   "The lease is no longer yours" is a value, never an exception.
  * - Completion is idempotent for its own claim: completing a job that is already `done` under the
  *   same token changes nothing and answers `done` (the earlier call committed and only its answer
- *   was lost, RELIABILITY.md fault class 5); any other token, or a job cancelled, parked, pending
+ *   was lost, docs/reliability.md, fault class 5); any other token, or a job cancelled, parked, pending
  *   or pruned, still answers `stale`. The one exception is a completion inside a caller's
  *   transaction (below): there only the running → done transition itself answers `done`.
  * - Attempts are counted at claim. A due job whose attempts already reached maxAttempts (its last
@@ -38,6 +38,11 @@
  *   a claimed run without its successor. At most one job exists per (schedule, slot), enforced by
  *   a unique key; a repeated plan inserts nothing.
  * - Paused queues: claims (and next-run-at) skip them; their jobs stay where they are.
+ *
+ * Stability: this contract is experimental. `Store` and its `*Params` types are exported so a
+ * custom runtime can call a store directly (docs/library.md, "The Store contract"), but methods
+ * and fields may change between minor versions while Docket is 0.x; the `Docket` API is the
+ * stable surface.
  */
 import type { AttemptError, ClaimedJob, Job, JobState } from '../job/job.js';
 import type { JobSpec } from '../job/job-spec.js';
@@ -77,11 +82,30 @@ export interface InCallerTransaction {
   transaction?: unknown;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobSubmitParams extends AtTime, InCallerTransaction {
   jobs: readonly JobSpec[];
 }
 
-export interface JobClaimParams extends AtTime {
+/**
+ * Which kinds a claim (or a next-run-at query) may hand out. Kind-aware claims are how routing is
+ * a guarantee: a worker names the kinds it has handlers for, so a job of any other kind stays
+ * pending (visible as unhandled) instead of being claimed and failed. Both fields are filters
+ * inside the claim statement, served by the pending index, never a post-filter: the claim walks
+ * the distinct pending (queue, kind, priority) triples and drops disallowed ones before reading
+ * any of their rows (docs/decisions/0006-kind-aware-claims.md). Lapsed leases are re-claimed
+ * only for allowed kinds too. Parking a lapsed job whose attempts are used up is kind-agnostic:
+ * it hands nothing out, and the workers of that kind may all be gone.
+ */
+export interface KindFilter {
+  /** Only jobs of these kinds; every kind when omitted (a catch-all worker). An empty array claims nothing. */
+  kinds?: readonly string[] | undefined;
+  /** Never jobs of these kinds (remote workers never get built-in kinds); applied after `kinds`. */
+  excludeKinds?: readonly string[] | undefined;
+}
+
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
+export interface JobClaimParams extends AtTime, KindFilter {
   /** Identifies the claiming worker; stored as lease_owner. */
   owner: string;
   /** At most this many jobs (0 returns nothing and writes nothing). */
@@ -98,17 +122,21 @@ export interface JobLease {
   token: number;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobHeartbeatParams extends AtTime, JobLease {
   leaseMs: number;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobHeartbeatManyParams extends AtTime {
   leases: readonly JobLease[];
   leaseMs: number;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobCompleteParams extends AtTime, JobLease, InCallerTransaction {}
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobCompleteManyParams extends AtTime {
   leases: readonly JobLease[];
 }
@@ -116,6 +144,7 @@ export interface JobCompleteManyParams extends AtTime {
 /** `done`: the completion was accepted and the job can never run again. `stale`: refused. */
 export type CompleteOutcome = 'done' | 'stale';
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobFailParams extends AtTime, JobLease {
   error: Pick<AttemptError, 'message' | 'kind' | 'detail'>;
   /** Decided by retry/backoff.ts from the claim's attempts and the job's policy. */
@@ -124,8 +153,10 @@ export interface JobFailParams extends AtTime, JobLease {
 
 export type FailOutcome = { outcome: 'retry'; runAt: Date } | { outcome: 'parked' } | { outcome: 'stale' };
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobReleaseParams extends AtTime, JobLease {}
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobReleaseByOwnerParams extends AtTime {
   /** The lease owner a claim recorded; each claim of a worker uses its own. */
   owner: string;
@@ -134,12 +165,14 @@ export interface JobReleaseByOwnerParams extends AtTime {
 /** `released`: due again at once, its attempt given back. `stale`: the lease was not ours. */
 export type ReleaseOutcome = 'released' | 'stale';
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobCancelParams extends AtTime {
   id: string;
 }
 
 export type CancelOutcome = 'cancelled' | 'not_found' | 'already_finished';
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobListParams {
   /** Only jobs in these states; all states when omitted. `dead` reads the dead-letter table. */
   states?: readonly JobState[] | undefined;
@@ -151,6 +184,7 @@ export interface JobListParams {
   afterId?: string | undefined;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface DeadLetterListParams {
   queue?: string | undefined;
   kind?: string | undefined;
@@ -158,10 +192,12 @@ export interface DeadLetterListParams {
   afterId?: string | undefined;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface DeadLetterRetryParams extends AtTime {
   id: string;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface DeadLetterPurgeParams {
   /** Purge these ids; with neither field, nothing is purged. */
   ids?: readonly string[] | undefined;
@@ -169,13 +205,68 @@ export interface DeadLetterPurgeParams {
   parkedBefore?: Date | undefined;
 }
 
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobPruneParams {
   /** Deletes done and cancelled records that finished before this instant. */
   finishedBefore: Date;
 }
 
-export interface NextRunAtParams extends AtTime {
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
+export interface NextRunAtParams extends AtTime, KindFilter {
   queues?: readonly string[] | undefined;
+}
+
+/** What a worker process says about itself when it registers (see {@link Store.workerRegister}). */
+export interface WorkerRegistration {
+  /** Unique per worker process (local workers: generated; remote workers: their `workerId`). */
+  id: string;
+  /** Host name the process runs on ('' when unknown, e.g. a remote worker that did not say). */
+  host: string;
+  /** Process id, or null when unknown (remote workers). */
+  pid: number | null;
+  /** Docket version (local) or the client's version string (remote), '' when unknown. */
+  version: string;
+  /** Queues it claims from; null means every queue. */
+  queues: readonly string[] | null;
+  /** Kinds it has handlers for; null means a catch-all (every kind). */
+  kinds: readonly string[] | null;
+  /** Kinds it never claims (remote workers: the built-in kinds). */
+  excludeKinds: readonly string[];
+  /** How many jobs it runs at once. */
+  concurrency: number;
+  /** `local`: a Worker in a Node process; `remote`: an HTTP worker known by its claims. */
+  origin: 'local' | 'remote';
+}
+
+/** A live worker as the registry shows it; times are the database's. */
+export interface WorkerRecord extends WorkerRegistration {
+  startedAt: Date;
+  lastSeenAt: Date;
+  /** After this instant (lastSeenAt + the ttl it registered with) the record is expired and not listed. */
+  expiresAt: Date;
+}
+
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
+export interface WorkerRegisterParams extends AtTime {
+  worker: WorkerRegistration;
+  /**
+   * The record expires this long after now unless registered again (a heartbeat re-registers);
+   * an integer from 1 ms to one day. A bad registration throws ValidationError naming the field
+   * (`worker.kinds[1]`, `ttlMs`) and writes nothing.
+   */
+  ttlMs: number;
+}
+
+/** Due jobs counted by queue and kind, for working out which of them no live worker handles. */
+export interface DueKindCount {
+  queue: string;
+  kind: string;
+  /**
+   * Available now, in a queue that is not paused: pending with run_at <= now, plus running with
+   * a lapsed lease (due again, exactly as {@link QueueStats.available} counts them, so a queue's
+   * unhandled count never exceeds its available count). Always > 0 (empty pairs are left out).
+   */
+  count: number;
 }
 
 /** Job counts by queue and state, for dashboards and metrics. */
@@ -195,9 +286,18 @@ export interface QueueStats {
   done: number;
   cancelled: number;
   dead: number;
+  /**
+   * Of `available`, how many no live worker handles (no registered worker claims their queue and
+   * kind). Filled in by Docket from the worker registry (`routing/`); stores answer 0.
+   */
+  unhandled: number;
 }
 
-/** Parameters of {@link Store.scheduleUpsert}. */
+/**
+ * Parameters of {@link Store.scheduleUpsert}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
 export interface ScheduleUpsertParams extends AtTime {
   /** Already validated by `normalizeScheduleSpec`; the store checks the fields it plans with again. */
   spec: ScheduleSpec;
@@ -210,7 +310,11 @@ export interface ScheduleUpsertResult {
   created: boolean;
 }
 
-/** Parameters of {@link Store.scheduleList}. */
+/**
+ * Parameters of {@link Store.scheduleList}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
 export interface ScheduleListParams {
   /** Page size; default 100, at most 1000. */
   limit?: number | undefined;
@@ -220,18 +324,30 @@ export interface ScheduleListParams {
   paused?: boolean | undefined;
 }
 
-/** Names one schedule, at an optional pinned instant. */
+/**
+ * Names one schedule, at an optional pinned instant.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
 export interface ScheduleIdParams extends AtTime {
   id: string;
 }
 
-/** Parameters of {@link Store.scheduleRepair}. */
+/**
+ * Parameters of {@link Store.scheduleRepair}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
 export interface ScheduleRepairParams extends AtTime {
   /** At most this many schedules repaired per call (default 100), so one sweep stays short. */
   limit?: number | undefined;
 }
 
-/** Parameters of {@link Store.queuePause} and {@link Store.queueResume}. */
+/**
+ * Parameters of {@link Store.queuePause} and {@link Store.queueResume}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
 export interface QueueNameParams extends AtTime {
   name: string;
 }
@@ -254,7 +370,11 @@ export interface WakeUp {
   runAt: Date | null;
 }
 
-/** The persistence contract; see the file header for the invariants. */
+/**
+ * The persistence contract; see the file header for the invariants.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
 export interface Store {
   readonly capabilities: StoreCapabilities;
 
@@ -264,10 +384,22 @@ export interface Store {
   /**
    * Writes jobs (one round trip for the batch), committed before it resolves; results in input
    * order. With `transaction`, written inside the caller's transaction instead (see the header).
+   *
+   * Idempotency keys are unique per (queue, kind) among live jobs: the same key in another queue
+   * or kind is another job, and a finished job frees its key. A repeat in the same scope with an
+   * equal payload (JSON equality: key order ignored) is answered with the live job, `created:
+   * false`; so is a repeat of an earlier input of the same batch. A repeat with a different
+   * payload throws IdempotencyConflictError and writes nothing of the batch: field
+   * `idempotencyKey` for a submit of one job, `jobs[i].idempotencyKey` (input position) for a
+   * batch of more; `existingId` names the live job, or is '' when the other holder is an earlier
+   * input of the same batch. Only the payload is compared (a repeat's runAt, priority, … are not).
    */
   jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]>;
 
-  /** Leases up to `limit` claimable jobs, by priority (lower first), then run_at, then id. */
+  /**
+   * Leases up to `limit` claimable jobs of the allowed queues and kinds, by priority (lower
+   * first), then run_at, then id, across all allowed kinds. `kinds: []` claims (and parks) nothing.
+   */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
 
   /** Extends the lease to now + leaseMs; null when the token is stale or the lease already lapsed. */
@@ -312,7 +444,10 @@ export interface Store {
   /** Deletes finished done/cancelled records older than the retention; returns how many. */
   jobPruneFinished(params: JobPruneParams): Promise<number>;
 
-  /** The earliest instant at which a live job becomes claimable (now or later), or null if none. */
+  /**
+   * The earliest instant at which a live job of the allowed queues and kinds becomes claimable
+   * (now or later), or null if none; foreign kinds never wake a worker that cannot run them.
+   */
   jobNextRunAt(params: NextRunAtParams): Promise<Date | null>;
 
   /** Parked jobs, ordered by id. */
@@ -387,6 +522,26 @@ export interface Store {
    * callers still poll. Resolves to an unsubscribe function.
    */
   subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>>;
+
+  /**
+   * Records (or refreshes) a worker in the registry: an upsert by id that keeps `startedAt` of a
+   * live record, sets lastSeenAt = now and expiresAt = now + ttlMs (database clock). Expired
+   * records may be deleted by any call. Returns the record as stored.
+   */
+  workerRegister(params: WorkerRegisterParams): Promise<WorkerRecord>;
+
+  /** Removes a worker's record (graceful stop); false when there was none. */
+  workerDeregister(params: { id: string }): Promise<boolean>;
+
+  /** Live (unexpired at now) workers, ordered by id; deletes expired records as it goes. */
+  workerList(params?: AtTime): Promise<WorkerRecord[]>;
+
+  /**
+   * Counts of available jobs (due pending, lapsed running) by queue and kind, paused queues left
+   * out, ordered by queue, then kind (bytewise). A dashboard query: at most one pass over the
+   * pending rows, never on the claim path.
+   */
+  jobDueCountsByKind(params?: AtTime): Promise<DueKindCount[]>;
 
   /** Releases connections and handles; the store is unusable afterwards. */
   close(): Promise<void>;

@@ -46,9 +46,15 @@ export interface FailedEvent {
   retryAt: Date | null;
 }
 
-/** A job reached the dead-letter table after its last attempt failed. */
+/** A job as it is once parked: state `dead`, no lease (the rest as it was claimed). */
+export interface ParkedJob extends Omit<ClaimedJob, 'state' | 'leaseUntil'> {
+  state: 'dead';
+  leaseUntil: null;
+}
+
+/** A job reached the dead-letter table after its last attempt failed; `job.state` is `dead`. */
 export interface ParkedEvent {
-  job: ClaimedJob;
+  job: ParkedJob;
   workerId: string;
   error: Pick<AttemptError, 'message' | 'kind' | 'detail'>;
 }
@@ -143,7 +149,7 @@ export class DocketEvents {
       try {
         (listener as DocketEventListener<E>)(event);
       } catch (error) {
-        this.logger.error(`docket: a '${name}' event listener threw`, errorFields(error));
+        this.logger.error({ event: name, ...errorFields(error) }, `docket: a '${name}' event listener threw`);
       }
     }
   }

@@ -1,6 +1,9 @@
 /**
  * The claim loop and its wake-ups: decides when to ask the store for due jobs and how many.
  *
+ * Claims name the worker's kinds (the store's KindFilter), so a job whose kind has no handler here is
+ * never leased by this worker: it stays pending for one that has the handler.
+ *
  * Claims are sized to free slots (concurrency plus prefetch, minus running and buffered jobs, minus
  * slots already promised to claims in flight), and up to `maxConcurrentClaims` run at once so the next batch is on its
  * way while the last one is being started. A claim runs only while jobs may be due:
@@ -17,7 +20,8 @@
  * the database clock's measured offset, so a skewed worker clock costs at most a wasted claim.
  */
 import { randomBytes } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
+import type { Clock, ClockTimer } from '../clock/clock.js';
+import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { Store, WakeUp } from '../store/store.js';
 
@@ -26,6 +30,11 @@ export interface JobClaimerOptions {
   owner: string;
   leaseMs: number;
   queues: readonly string[] | undefined;
+  /**
+   * The kinds to claim, read at every claim and next-run-at query (a worker's handlers may grow
+   * while it runs); undefined claims every kind (a catch-all worker).
+   */
+  kinds(): readonly string[] | undefined;
   pollIntervalMs: number;
   claimBatchSize: number;
   maxConcurrentClaims: number;
@@ -38,10 +47,14 @@ export interface JobClaimerOptions {
   freeSlots(): number;
   /** Handler slots with no job to run, neither running nor buffered (before claims in flight). */
   idleSlots(): number;
-  /** Receives every claimed job, synchronously after its claim returns (also while stopping). */
+  /** Receives every claimed job, synchronously after its claim returns (also while stopping); `sentAt` is the clock's monotonic ms when the claim was sent. */
   onClaimed(jobs: ClaimedJob[], sentAt: number): void;
   onError(error: unknown, operation: string): void;
+  /** Told after every claim the store answered (the worker logs a recovered store connection). */
+  onClaimAnswered?: (() => void) | undefined;
   random: () => number;
+  /** Paces poll, wake-up and backoff timers and estimates the database's now; the real clock when omitted. */
+  clock?: Clock | undefined;
 }
 
 /** Largest delay setTimeout accepts. */
@@ -71,10 +84,10 @@ export class JobClaimer {
   private nextRunAtStale = true;
   private generation = 0;
   private pumpHandle: NodeJS.Immediate | undefined;
-  private pollTimer: NodeJS.Timeout | undefined;
-  private wakeTimer: NodeJS.Timeout | undefined;
+  private pollTimer: ClockTimer | undefined;
+  private wakeTimer: ClockTimer | undefined;
   private wakeTimerAtMs = Number.POSITIVE_INFINITY;
-  private backoffTimer: NodeJS.Timeout | undefined;
+  private backoffTimer: ClockTimer | undefined;
   private failures = 0;
   private nextRunAtQuery: Promise<void> | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -97,11 +110,14 @@ export class JobClaimer {
   /** Owners of claims whose answer was lost: they may have committed, so their leases are given back. */
   private readonly unanswered = new Set<string>();
   private releasing: Promise<void> | undefined;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: Store,
     private readonly options: JobClaimerOptions,
-  ) {}
+  ) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /** Subscribes to wake-ups, starts polling and claims whatever is due now. */
   async start(): Promise<void> {
@@ -119,9 +135,9 @@ export class JobClaimer {
   async stop(): Promise<void> {
     this.running = false;
     if (this.pumpHandle) clearImmediate(this.pumpHandle);
-    if (this.pollTimer) clearTimeout(this.pollTimer);
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    if (this.backoffTimer) clearTimeout(this.backoffTimer);
+    this.clock.clearTimeout(this.pollTimer);
+    this.clock.clearTimeout(this.wakeTimer);
+    this.clock.clearTimeout(this.backoffTimer);
     this.pumpHandle = undefined;
     this.pollTimer = undefined;
     this.wakeTimer = undefined;
@@ -156,7 +172,7 @@ export class JobClaimer {
   }
 
   private estimatedDbNow(): number {
-    return Date.now() + this.offsetMs;
+    return this.clock.now() + this.offsetMs;
   }
 
   private markDue(rereadNextRunAt: boolean): void {
@@ -212,7 +228,7 @@ export class JobClaimer {
   }
 
   private async claim(limit: number, generation: number): Promise<void> {
-    const sentAt = performance.now();
+    const sentAt = this.clock.monotonic();
     // Each claim records its own owner: if its answer is lost after it committed (the connection
     // dropped), the worker never learns the tokens, but can still give those leases back by owner
     // instead of leaving the jobs stranded for a lease and charged an attempt.
@@ -225,6 +241,7 @@ export class JobClaimer {
         limit,
         leaseMs: this.options.leaseMs,
         queues: this.options.queues,
+        kinds: this.options.kinds(),
       });
     } catch (error) {
       this.reserved -= limit;
@@ -236,6 +253,7 @@ export class JobClaimer {
     }
     this.reserved -= limit;
     this.failures = 0;
+    this.options.onClaimAnswered?.();
     if (this.unanswered.size > 0) this.releaseUnanswered();
     if (jobs.length >= limit) this.maybeDue = true;
     else if (this.generation === generation) this.maybeDue = false;
@@ -270,7 +288,7 @@ export class JobClaimer {
     if (!this.running || this.backoffTimer) return;
     const base = Math.min(CLAIM_BACKOFF_MAX_MS, CLAIM_BACKOFF_BASE_MS * 2 ** (this.failures - 1));
     const delay = Math.round(base * (0.5 + this.options.random()));
-    this.backoffTimer = setTimeout(() => {
+    this.backoffTimer = this.clock.setTimeout(() => {
       this.backoffTimer = undefined;
       this.markDue(true);
     }, delay);
@@ -281,7 +299,7 @@ export class JobClaimer {
     this.nextRunAtStale = false;
     this.nextRunAtQuery = (async () => {
       try {
-        const next = await this.store.jobNextRunAt({ queues: this.options.queues });
+        const next = await this.store.jobNextRunAt({ queues: this.options.queues, kinds: this.options.kinds() });
         if (!this.running || next === null) return;
         const nextMs = next.getTime();
         const now = this.estimatedDbNow();
@@ -298,11 +316,11 @@ export class JobClaimer {
   private armWakeTimer(atDbMs: number): void {
     if (!this.running) return;
     if (this.wakeTimer && this.wakeTimerAtMs <= atDbMs) return;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.clock.clearTimeout(this.wakeTimer);
     // +1 ms: timers may fire a hair early, and a claim a millisecond before run_at finds nothing.
     const delay = Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(atDbMs - this.estimatedDbNow()) + 1));
     this.wakeTimerAtMs = atDbMs;
-    this.wakeTimer = setTimeout(() => {
+    this.wakeTimer = this.clock.setTimeout(() => {
       this.wakeTimer = undefined;
       this.wakeTimerAtMs = Number.POSITIVE_INFINITY;
       this.markDue(true);
@@ -313,7 +331,7 @@ export class JobClaimer {
     if (!this.running) return;
     // ±10 % so many workers started together do not poll in lockstep.
     const delay = Math.round(this.options.pollIntervalMs * (0.9 + 0.2 * this.options.random()));
-    this.pollTimer = setTimeout(() => {
+    this.pollTimer = this.clock.setTimeout(() => {
       this.pollTimer = undefined;
       this.polls += 1;
       if (!this.unsubscribe) void this.subscribe();
@@ -345,10 +363,10 @@ export class JobClaimer {
     this.offsetQuery = (async () => {
       try {
         for (let i = 0; i < samples; i += 1) {
-          const before = performance.now();
-          const wallBefore = Date.now();
+          const before = this.clock.monotonic();
+          const wallBefore = this.clock.now();
           const dbNow = await this.store.now();
-          const errorMs = (performance.now() - before) / 2;
+          const errorMs = (this.clock.monotonic() - before) / 2;
           // A sample from a slow round trip is imprecise; keep it only if it is not much worse
           // than the best so far, so a loaded moment cannot skew every later timer.
           if (errorMs <= this.bestOffsetErrorMs * 2 + 1) {

@@ -7,6 +7,8 @@
  * is still held; a completion whose lease is lost meanwhile is withdrawn, not written, since its
  * job may already belong to another worker.
  */
+import type { Clock, ClockTimer } from '../clock/clock.js';
+import { sleep, systemClock } from '../clock/clock.js';
 import type { CompleteOutcome, JobLease, Store } from '../store/store.js';
 
 /** What became of one completion: the store's answer, or `abandoned` when it was never written. */
@@ -28,6 +30,8 @@ export interface JobCompleterOptions {
   onError(error: unknown): void;
   /** Uniform [0, 1) for retry jitter. */
   random: () => number;
+  /** Paces the flush and retry timers; the real clock when omitted. */
+  clock?: Clock | undefined;
 }
 
 /** Retry delays after a failed round trip grow from 50 ms to 2 s. */
@@ -37,16 +41,19 @@ const RETRY_MAX_MS = 2000;
 /** Collects completions and writes them in batches. */
 export class JobCompleter {
   private pending: PendingCompletion[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private inFlight = 0;
   private readonly flushes = new Set<Promise<void>>();
   private failures = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private retryTimer: ClockTimer | undefined;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: Store,
     private readonly options: JobCompleterOptions,
-  ) {}
+  ) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /** Queues a completion; resolves with the store's verdict once its batch is written. */
   complete(lease: JobLease): Promise<CompletionResult> {
@@ -71,17 +78,17 @@ export class JobCompleter {
       // Flush at once rather than after flushMs; a pending retry keeps its backoff so an outage is not hammered.
       if (!this.retryTimer) this.flush();
       if (this.flushes.size > 0) await Promise.race(this.flushes);
-      else await new Promise((resolve) => setTimeout(resolve, RETRY_BASE_MS));
+      else await sleep(this.clock, RETRY_BASE_MS);
     }
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   /** Abandons everything still pending (after a stop deadline); nothing more is written. */
   abandonAll(): void {
     for (const item of this.pending.splice(0)) item.resolve('abandoned');
-    if (this.timer) clearTimeout(this.timer);
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.clock.clearTimeout(this.timer);
+    this.clock.clearTimeout(this.retryTimer);
     this.timer = undefined;
     this.retryTimer = undefined;
   }
@@ -93,7 +100,7 @@ export class JobCompleter {
       return;
     }
     if (!this.timer) {
-      this.timer = setTimeout(() => {
+      this.timer = this.clock.setTimeout(() => {
         this.timer = undefined;
         this.flush();
       }, this.options.flushMs);
@@ -117,7 +124,7 @@ export class JobCompleter {
       this.flushes.add(flush);
     }
     if (this.pending.length === 0 && this.timer) {
-      clearTimeout(this.timer);
+      this.clock.clearTimeout(this.timer);
       this.timer = undefined;
     }
   }
@@ -133,7 +140,7 @@ export class JobCompleter {
       this.pending.unshift(...batch);
       const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failures - 1));
       if (!this.retryTimer) {
-        this.retryTimer = setTimeout(
+        this.retryTimer = this.clock.setTimeout(
           () => {
             this.retryTimer = undefined;
             this.flush();

@@ -3,7 +3,7 @@
  * handler that never settles is cut off by its signal, so one bad handler cannot wedge a slot.
  */
 import type { ClaimedJob } from '../job/job.js';
-import type { RetryHints } from '../retry/backoff.js';
+import { isDelay, type RetryHints } from '../retry/backoff.js';
 import type { JobAbortError, JobContext, JobHandler } from './job-handler.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
@@ -14,15 +14,24 @@ export type HandlerOutcome =
   | { kind: 'threw'; message: string; detail: string | undefined; hints: RetryHints }
   | { kind: 'aborted' };
 
-/** Reads `retryAfterMs` (a finite number >= 0) and `retryable: false` off a thrown value. */
+/**
+ * Reads the retry hints off a thrown value by property, so RetryAfterError (`retryAfterMs`),
+ * DoNotRetryError (`retryable: false`), SnoozeError (`snoozeMs`) and any error of the caller's
+ * own with the same properties all work: delays must be finite numbers >= 0, anything else is ignored.
+ */
 export function retryHints(thrown: unknown): RetryHints {
   if (typeof thrown !== 'object' || thrown === null) return {};
-  const { retryAfterMs, retryable } = thrown as { retryAfterMs?: unknown; retryable?: unknown };
-  return {
-    retryAfterMs:
-      typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0 ? retryAfterMs : undefined,
+  const { retryAfterMs, retryable, snoozeMs } = thrown as {
+    retryAfterMs?: unknown;
+    retryable?: unknown;
+    snoozeMs?: unknown;
+  };
+  const hints: RetryHints = {
+    retryAfterMs: isDelay(retryAfterMs) ? retryAfterMs : undefined,
     retryable: retryable === false ? false : undefined,
   };
+  if (isDelay(snoozeMs)) hints.snoozeMs = snoozeMs;
+  return hints;
 }
 
 /** Limits stored error text so a huge thrown message cannot bloat the job row. */

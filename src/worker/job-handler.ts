@@ -57,13 +57,12 @@ export class StaleLeaseError extends DocketError {
   }
 }
 
-/** The reason given to a handler's AbortSignal. */
-export class JobAbortError extends Error {
+/** The reason given to a handler's AbortSignal (code `job_aborted`); `reason` says why it was cut off. */
+export class JobAbortError extends DocketError {
   readonly reason: AbortReason;
 
   constructor(reason: AbortReason, message: string) {
-    super(message);
-    this.name = 'JobAbortError';
+    super('job_aborted', message);
     this.reason = reason;
   }
 }

@@ -10,7 +10,8 @@
  * hold it. Local deadlines use the monotonic clock, measured from when the confirming request was
  * sent, so they err towards "lost" rather than towards two live owners.
  */
-import { performance } from 'node:perf_hooks';
+import type { Clock, ClockTimer } from '../clock/clock.js';
+import { systemClock } from '../clock/clock.js';
 import type { JobLease, Store } from '../store/store.js';
 
 /** Why a lease was given up. */
@@ -34,7 +35,7 @@ const HEARTBEAT_CHUNK = 1000;
 /** Batches heartbeats for all leases a worker holds. */
 export class LeaseRenewer {
   private readonly held = new Map<string, HeldLease>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private inFlight: Promise<void> | undefined;
   private running = false;
   private paused = false;
@@ -44,6 +45,7 @@ export class LeaseRenewer {
     private readonly leaseMs: number,
     private readonly intervalMs: number,
     private readonly events: LeaseRenewerEvents,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The key for one claim of one job (a job re-claimed by this worker is a different lease). */
@@ -60,17 +62,22 @@ export class LeaseRenewer {
   /** Stops beating and waits (at most leaseMs) for a heartbeat in flight; held leases are simply forgotten. */
   async stop(): Promise<void> {
     this.running = false;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     if (this.inFlight) {
-      let bound: NodeJS.Timeout | undefined;
-      await Promise.race([this.inFlight, new Promise((resolve) => (bound = setTimeout(resolve, this.leaseMs)))]);
-      clearTimeout(bound);
+      let bound: ClockTimer | undefined;
+      await Promise.race([
+        this.inFlight,
+        new Promise((resolve) => {
+          bound = this.clock.setTimeout(() => resolve(undefined), this.leaseMs);
+        }),
+      ]);
+      this.clock.clearTimeout(bound);
     }
     this.held.clear();
   }
 
-  /** Starts renewing a lease the database confirmed at `confirmedAt` (monotonic ms of the claim request). */
+  /** Starts renewing a lease the database confirmed at `confirmedAt` (the clock's monotonic ms when the claim was sent). */
   add(lease: JobLease, confirmedAt: number): void {
     this.held.set(LeaseRenewer.key(lease), { lease, confirmedUntil: confirmedAt + this.leaseMs });
   }
@@ -100,8 +107,8 @@ export class LeaseRenewer {
 
   private schedule(delayMs: number): void {
     if (!this.running) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
+    this.clock.clearTimeout(this.timer);
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       if (this.inFlight) {
         // The last heartbeat has not come back (a hung connection): it confirms nothing, so leases
@@ -127,7 +134,7 @@ export class LeaseRenewer {
       const entries = [...this.held.values()];
       for (let i = 0; i < entries.length; i += HEARTBEAT_CHUNK) {
         const chunk = entries.slice(i, i + HEARTBEAT_CHUNK);
-        const sentAt = performance.now();
+        const sentAt = this.clock.monotonic();
         let results: (Date | null)[];
         try {
           results = await this.store.jobHeartbeatMany({
@@ -161,7 +168,7 @@ export class LeaseRenewer {
   }
 
   private expireUnconfirmed(): void {
-    const now = performance.now();
+    const now = this.clock.monotonic();
     for (const [key, entry] of this.held) {
       if (entry.confirmedUntil <= now) {
         this.held.delete(key);

@@ -1,17 +1,19 @@
 /**
  * The logging seam. Docket never depends on a logging library: callers inject anything with these
- * four methods (pino, console, their own), and the default says nothing.
+ * four methods, and the default says nothing. The argument order is pino's (fields first, then
+ * the message), so a pino logger (or a pino child) is passed as it is and keeps every field.
+ * `console` also fits (it prints the fields, then the message).
  */
 
 /** Structured context attached to one log line. */
 export type LogFields = Record<string, unknown>;
 
-/** What Docket logs through; `pino` and `console` both fit. */
+/** What Docket logs through: pino's `(fields, message)` order, so a pino instance fits directly. */
 export interface Logger {
-  debug(message: string, fields?: LogFields): void;
-  info(message: string, fields?: LogFields): void;
-  warn(message: string, fields?: LogFields): void;
-  error(message: string, fields?: LogFields): void;
+  debug(fields: LogFields, message: string): void;
+  info(fields: LogFields, message: string): void;
+  warn(fields: LogFields, message: string): void;
+  error(fields: LogFields, message: string): void;
 }
 
 const ignore = (): void => {};
@@ -19,15 +21,15 @@ const ignore = (): void => {};
 /** A logger that discards everything: the default, so a library stays quiet unless asked. */
 export const silentLogger: Logger = Object.freeze({ debug: ignore, info: ignore, warn: ignore, error: ignore });
 
-/** A logger that adds `fields` to every line it writes through `logger`. */
+/** A logger that adds `fields` to every line it writes through `logger` (the line's own fields win). */
 export function childLogger(logger: Logger, fields: LogFields): Logger {
   if (logger === silentLogger) return silentLogger;
-  const merge = (extra?: LogFields): LogFields => (extra ? { ...fields, ...extra } : fields);
+  const merge = (extra: LogFields | undefined): LogFields => (extra ? { ...fields, ...extra } : fields);
   return {
-    debug: (message, extra) => logger.debug(message, merge(extra)),
-    info: (message, extra) => logger.info(message, merge(extra)),
-    warn: (message, extra) => logger.warn(message, merge(extra)),
-    error: (message, extra) => logger.error(message, merge(extra)),
+    debug: (extra, message) => logger.debug(merge(extra), message),
+    info: (extra, message) => logger.info(merge(extra), message),
+    warn: (extra, message) => logger.warn(merge(extra), message),
+    error: (extra, message) => logger.error(merge(extra), message),
   };
 }
 

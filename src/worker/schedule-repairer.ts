@@ -11,11 +11,14 @@
  *
  * Timers: the first sweep comes soon after start (so a chain broken while no worker ran is mended
  * promptly), then one every {@link SCHEDULE_REPAIR_INTERVAL_MS}, spread by ±10 % so many workers
- * started together do not sweep in lockstep. Timers are unref'd: repairing alone never keeps a
- * process alive.
+ * started together do not sweep in lockstep. Timers are unref'd ({@link PeriodicSweep}): repairing
+ * alone never keeps a process alive.
  */
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/clock.js';
 import type { Store } from '../store/store.js';
 import type { Logger } from './logger.js';
+import { PeriodicSweep } from './periodic-sweep.js';
 
 /** Time between sweeps: a broken chain costs at most about this long of missed scheduling. */
 export const SCHEDULE_REPAIR_INTERVAL_MS = 30_000;
@@ -31,56 +34,32 @@ export interface ScheduleRepairerOptions {
   onError: (error: unknown) => void;
   /** Default {@link SCHEDULE_REPAIR_INTERVAL_MS}. */
   intervalMs?: number | undefined;
+  /** Paces the timer; the real clock when omitted. */
+  clock?: Clock | undefined;
 }
 
-/** Runs `store.scheduleRepair()` periodically while its worker runs. */
-export class ScheduleRepairer {
-  private readonly store: Store;
-  private readonly options: ScheduleRepairerOptions;
-  private readonly intervalMs: number;
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  private running = false;
-
-  constructor(store: Store, options: ScheduleRepairerOptions) {
-    this.store = store;
-    this.options = options;
-    this.intervalMs = options.intervalMs ?? SCHEDULE_REPAIR_INTERVAL_MS;
-  }
-
-  /** Starts sweeping; the first sweep comes within a couple of seconds. */
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.arm(this.options.random() * Math.min(FIRST_SWEEP_MAX_DELAY_MS, this.intervalMs));
-  }
-
-  /** Stops sweeping and waits for a sweep in progress to finish. */
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+/**
+ * Runs `store.scheduleRepair()` periodically while its worker runs: `start()` arms the first sweep
+ * within a couple of seconds, `stop()` waits for a sweep in progress to finish.
+ */
+export class ScheduleRepairer extends PeriodicSweep {
+  constructor(
+    private readonly store: Store,
+    private readonly options: ScheduleRepairerOptions,
+  ) {
+    const intervalMs = options.intervalMs ?? SCHEDULE_REPAIR_INTERVAL_MS;
+    super({
+      firstDelayMs: () => options.random() * Math.min(FIRST_SWEEP_MAX_DELAY_MS, intervalMs),
+      nextDelayMs: () => intervalMs * (0.9 + 0.2 * options.random()),
+      onError: (error) => options.onError(error),
+      clock: options.clock ?? systemClock,
+    });
   }
 
   /** One sweep now; resolves to how many schedules got new runs. */
   async sweep(): Promise<number> {
     const repaired = await this.store.scheduleRepair();
-    if (repaired > 0) this.options.logger.info('docket: re-planned broken schedule chains', { repaired });
+    if (repaired > 0) this.options.logger.info({ repaired }, 'docket: re-planned broken schedule chains');
     return repaired;
-  }
-
-  private arm(delayMs: number): void {
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.sweeping = this.sweep()
-        .then(() => undefined)
-        .catch((error: unknown) => this.options.onError(error))
-        .finally(() => {
-          this.sweeping = undefined;
-          if (this.running) this.arm(this.intervalMs * (0.9 + 0.2 * this.options.random()));
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 }

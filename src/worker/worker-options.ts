@@ -6,7 +6,13 @@
  */
 import { hostname } from 'node:os';
 import { ConfigurationError } from '../job/errors.js';
-import { describe, validateQueue } from '../job/job-spec.js';
+import { describe, validateKind, validateQueue } from '../job/job-spec.js';
+import {
+  DEFAULT_REGISTRY_TTL_MS,
+  MAX_REGISTRY_TTL_MS,
+  MIN_REGISTRY_TTL_MS,
+  REGISTRY_REFRESHES_PER_TTL,
+} from '../routing/worker-registration.js';
 
 /** What a caller may set on a worker; every field has a default. */
 export interface WorkerOptions {
@@ -16,7 +22,27 @@ export interface WorkerOptions {
   concurrency?: number | undefined;
   /** Only claim from these queues; all queues when omitted. */
   queues?: readonly string[] | undefined;
-  /** Lease length per claim and per heartbeat, ms; default 30 000 (the design's 30 s). */
+  /**
+   * Only claim these kinds: a subset of the kinds with a registered handler (checked at `start()`,
+   * ConfigurationError naming the kind otherwise). Default: every kind with a handler, including
+   * handlers registered while the worker runs. A job of any other kind is never claimed by this
+   * worker; it waits, pending, for a worker that has its handler (see `docket.unhandledJobs()`).
+   */
+  kinds?: readonly string[] | undefined;
+  /**
+   * Claim every kind, with or without a handler (the behaviour before kind-aware claims): a job
+   * whose kind has no handler here fails each attempt and is parked. Off by default; cannot be
+   * combined with `kinds`.
+   */
+  catchAll?: boolean | undefined;
+  /**
+   * How long this worker's registry record lives without a refresh, ms; default 30 000. The worker
+   * re-registers every ttl/6 (5 s by default), so five missed refreshes in a row still leave it
+   * listed, and a worker killed without a graceful stop disappears from `listWorkers()` (and its
+   * kinds count as unhandled) at most this long after its last refresh.
+   */
+  registryTtlMs?: number | undefined;
+  /** Lease length per claim and per heartbeat, ms; default 30 000 (the 30 s of docs/design.md). */
   leaseMs?: number | undefined;
   /** Time between heartbeats, ms; at most leaseMs / 2; default leaseMs / 3 (10 s for the default lease). */
   heartbeatIntervalMs?: number | undefined;
@@ -50,6 +76,12 @@ export interface ResolvedWorkerOptions {
   id: string;
   concurrency: number;
   queues: readonly string[] | undefined;
+  /** The explicit `kinds` option (validated names, frozen); undefined when not given. */
+  kinds: readonly string[] | undefined;
+  catchAll: boolean;
+  registryTtlMs: number;
+  /** Time between registry refreshes: registryTtlMs / 6. */
+  registryRefreshMs: number;
   leaseMs: number;
   heartbeatIntervalMs: number;
   pollIntervalMs: number;
@@ -61,7 +93,7 @@ export interface ResolvedWorkerOptions {
   completionFlushMs: number;
 }
 
-/** The design's lease length. */
+/** The default lease length (docs/design.md). */
 export const DEFAULT_LEASE_MS = 30_000;
 /** Poll interval where other processes' submits arrive as wake-ups; polling only backs them up. */
 export const DEFAULT_POLL_INTERVAL_MS = 1000;
@@ -81,6 +113,9 @@ const KNOWN = new Set<string>([
   'id',
   'concurrency',
   'queues',
+  'kinds',
+  'catchAll',
+  'registryTtlMs',
   'leaseMs',
   'heartbeatIntervalMs',
   'pollIntervalMs',
@@ -152,6 +187,39 @@ export function resolveWorkerOptions(
       throw new ConfigurationError(`worker option ${(error as Error).message}`);
     }
   }
+  let kinds: readonly string[] | undefined;
+  if (options.kinds !== undefined) {
+    if (!Array.isArray(options.kinds) || options.kinds.length === 0) {
+      throw new ConfigurationError(
+        'worker option kinds must be a non-empty array of kind names when given (leave it out to claim every kind with a handler)',
+      );
+    }
+    try {
+      kinds = Object.freeze(options.kinds.map((kind, i) => validateKind(kind, `kinds[${i}]`)));
+    } catch (error) {
+      throw new ConfigurationError(`worker option ${(error as Error).message}`);
+    }
+    const duplicate = kinds.find((kind, i) => kinds?.indexOf(kind) !== i);
+    if (duplicate !== undefined) {
+      throw new ConfigurationError(`worker option kinds names "${duplicate}" twice`);
+    }
+  }
+  if (options.catchAll !== undefined && typeof options.catchAll !== 'boolean') {
+    throw new ConfigurationError(`worker option catchAll must be a boolean, got ${describe(options.catchAll)}`);
+  }
+  const catchAll = options.catchAll === true;
+  if (catchAll && kinds !== undefined) {
+    throw new ConfigurationError(
+      'worker options catchAll and kinds cannot be combined: catchAll claims every kind, kinds only the ones named',
+    );
+  }
+  const registryTtlMs = integer(
+    'registryTtlMs',
+    options.registryTtlMs,
+    DEFAULT_REGISTRY_TTL_MS,
+    MIN_REGISTRY_TTL_MS,
+    MAX_REGISTRY_TTL_MS,
+  );
   let id = options.id;
   if (id === undefined) id = defaultWorkerId();
   else if (typeof id !== 'string' || id.trim() === '' || id.length > 200) {
@@ -161,6 +229,10 @@ export function resolveWorkerOptions(
     id,
     concurrency,
     queues,
+    kinds,
+    catchAll,
+    registryTtlMs,
+    registryRefreshMs: Math.floor(registryTtlMs / REGISTRY_REFRESHES_PER_TTL),
     leaseMs,
     heartbeatIntervalMs,
     pollIntervalMs: integer(

@@ -47,7 +47,9 @@ describe.each(['sqlite', 'postgres'] as const)('docket schedules and queues on %
       timeZone: 'America/New_York',
       paused: false,
       jitterMs: 60000,
-      job: { kind: 'report.build', queue: 'reports', payloadJson: '{"format":"pdf"}' },
+      job: { kind: 'report.build', queue: 'reports', payload: { format: 'pdf' } },
+      // Nothing has run yet: the pending run's slot is the next slot, never the last one.
+      lastSlotAt: null,
     });
     const nextRunAt = Date.parse(String(schedule.nextRunAt));
     expect(nextRunAt).toBeGreaterThan(Date.now());

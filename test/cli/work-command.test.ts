@@ -87,11 +87,11 @@ describe.each(['sqlite', 'postgres'] as const)('docket work on %s', (kind) => {
         '4',
         '--lease-ms',
         '30000',
-        '--heartbeat-ms',
+        '--heartbeat-interval-ms',
         '10000',
-        '--poll-ms',
+        '--poll-interval-ms',
         '100',
-        '--grace-ms',
+        '--shutdown-grace-ms',
         '200',
         '--id',
         `cli-test-${kind}`,
@@ -108,7 +108,7 @@ describe.each(['sqlite', 'postgres'] as const)('docket work on %s', (kind) => {
       worker.child.kill('SIGTERM');
       const exit = await worker.exited;
       expect(exit.code, describeRun(exit)).toBe(0);
-      expect(exit.stderr).toContain('stopping gracefully');
+      expect(exit.stdout).toContain('stopping gracefully');
     } finally {
       worker.child.kill('SIGKILL');
     }
@@ -117,6 +117,84 @@ describe.each(['sqlite', 'postgres'] as const)('docket work on %s', (kind) => {
     expect(released).toMatchObject({ state: 'pending', leaseUntil: null, attempts: 0, token: 1 });
     expect(released!.runAt.getTime()).toBeLessThanOrEqual((await store.now()).getTime());
   });
+});
+
+// Issue 10's CLI reproduction: `docket submit --kind new.kind`, then `docket work --handlers` with
+// a module that lacks new.kind. The job must wait, pending and counted as unhandled, never claimed
+// or parked; a worker whose module has the kind (the next deploy) then runs it, in one attempt.
+const HANDLERS_NEW_KIND = `
+import { appendFileSync } from 'node:fs';
+export default {
+  'new.kind': async (payload, ctx) => {
+    appendFileSync(process.env.DOCKET_TEST_MARKS, JSON.stringify({ id: ctx.jobId, payload, token: ctx.token }) + '\\n');
+  },
+};
+`;
+
+describe.each(['sqlite', 'postgres'] as const)('docket work routing on %s', (kind) => {
+  let db: TestDatabase;
+  let store: Store;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    store = await db.open();
+    writeFileSync(join(dir, 'handlers-new-kind.mjs'), HANDLERS_NEW_KIND);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  it('a kind no running worker has waits as unhandled, never parked, and runs once a worker with it starts', async () => {
+    const marksFile = join(dir, `marks-new-kind-${kind}.jsonl`);
+    const submitted = await runDocket(['submit', '--db', db.url, '--kind', 'new.kind', '--payload', '{"v":2}']);
+    expect(submitted.code, describeRun(submitted)).toBe(0);
+    const id = submitted.stdout.trim();
+    const witness = await runDocket(['submit', '--db', db.url, '--kind', 'note.write']);
+    const witnessId = witness.stdout.trim();
+    const workerArgs = (handlers: string, workerId: string) => [
+      'work',
+      '--db',
+      db.url,
+      '--handlers',
+      join(dir, handlers),
+      '--poll-interval-ms',
+      '100',
+      '--shutdown-grace-ms',
+      '200',
+      '--id',
+      workerId,
+    ];
+
+    const old = startDocket(workerArgs('handlers.mjs', `old-${kind}`), { env: { DOCKET_TEST_MARKS: marksFile } });
+    try {
+      // The old worker is up and claiming (it ran the witness job), yet never touched new.kind.
+      await expect.poll(async () => (await store.jobGet({ id: witnessId }))?.state, { timeout: 20_000 }).toBe('done');
+      await new Promise((resolve) => setTimeout(resolve, 500)); // several of its 100 ms polls
+      expect(await store.jobGet({ id })).toMatchObject({ state: 'pending', attempts: 0, token: 0 });
+      const stats = await runDocket(['stats', '--json', '--db', db.url]);
+      expect(stats.code, describeRun(stats)).toBe(0);
+      expect((JSON.parse(stats.stdout) as { queue: string; unhandled: number }[])[0]).toMatchObject({
+        queue: 'default',
+        unhandled: 1,
+      });
+
+      const fresh = startDocket(workerArgs('handlers-new-kind.mjs', `new-${kind}`), {
+        env: { DOCKET_TEST_MARKS: marksFile },
+      });
+      try {
+        await expect.poll(async () => (await store.jobGet({ id }))?.state, { timeout: 20_000 }).toBe('done');
+        expect(await store.jobGet({ id })).toMatchObject({ attempts: 1, errors: [] });
+        expect(await store.deadLetterList({})).toEqual([]);
+        expect(marks(marksFile).filter((mark) => mark.id === id)).toEqual([{ id, payload: { v: 2 }, token: 1 }]);
+      } finally {
+        fresh.child.kill('SIGTERM');
+        await fresh.exited;
+      }
+    } finally {
+      old.child.kill('SIGTERM');
+      await old.exited;
+    }
+  }, 60_000);
 });
 
 describe('docket work on sqlite', () => {

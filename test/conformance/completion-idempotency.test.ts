@@ -5,27 +5,14 @@
  * done, still answers `stale`. Runs unchanged against every store; time is pinned (`t(100)` is
  * 100 s after the epoch) so every lease is exact.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/store/store.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
-import { PARK, queueNamer, spec, submitOne, t, thrown } from './conformance-helpers.js';
+import { describe, expect, it } from 'vitest';
+import { storeKinds } from '../support/stores.js';
+import { PARK, spec, submitOne, t, thrown, useConformanceDatabase } from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
 
 describe.each(storeKinds())('%s store: idempotent completion', (kind) => {
-  let db: TestDatabase;
-  let store: Store;
-  const nextQueue = queueNamer(`idem_${kind}`);
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    store = await db.open();
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await db?.drop();
-  });
+  const { store, nextQueue } = useConformanceDatabase(kind, 'idem');
 
   async function claimOne(queue: string, now: Date, owner = 'worker-1') {
     const claimed = await store.jobClaim({ owner, limit: 1, leaseMs: LEASE_MS, queues: [queue], now });

@@ -2,10 +2,13 @@
  * Small helpers the conformance suite shares: pinned instants, valid job specs, and a waiter for
  * events, so tests read as the behaviour they check rather than as setup.
  */
+
+import { afterAll, beforeAll } from 'vitest';
 import type { JobSpec, SubmitInput } from '../../src/job/job-spec.js';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
 import type { RetryDecision } from '../../src/retry/backoff.js';
 import type { Store } from '../../src/store/store.js';
+import { createTestDatabase, type StoreKind, type TestDatabase } from '../support/stores.js';
 
 /** A pinned instant `seconds` after the epoch, as the design's toy model counts time. */
 export function t(seconds: number): Date {
@@ -50,4 +53,65 @@ export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, what: str
     timer = setTimeout(() => reject(new Error(`no ${what} within ${timeoutMs} ms`)), timeoutMs);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** What {@link useConformanceDatabase} gives a conformance suite. */
+export interface ConformanceHarness {
+  /**
+   * The suite's store. It is opened in beforeAll, after the suite body ran, so this is a stand-in
+   * that forwards every call to the opened store: capture it at describe time and use it in tests.
+   */
+  store: Store;
+  /** Unique queue names for this suite, so tests sharing the database never see each other's jobs. */
+  nextQueue: () => string;
+  /** Opens another store on the suite's database (multi-instance tests); the caller closes it. */
+  openAnother(): Promise<Store>;
+  /** Runs `fn` against a store on a database of its own, for operations that act on every queue. */
+  withFreshStore(fn: (fresh: Store, freshDb: TestDatabase) => Promise<void>): Promise<void>;
+}
+
+/**
+ * The shared conformance setup: one database of `kind` per suite (a PostgreSQL schema or a SQLite
+ * file), opened before its tests and closed and dropped after them, with per-suite queue names.
+ */
+export function useConformanceDatabase(kind: StoreKind, queuePrefix: string): ConformanceHarness {
+  let db: TestDatabase | undefined;
+  let opened: Store | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    opened = await db.open();
+  });
+  afterAll(async () => {
+    await opened?.close();
+    await db?.drop();
+  });
+  const current = (): Store => {
+    if (!opened) throw new Error('the conformance store is used before beforeAll opened it');
+    return opened;
+  };
+  const store = new Proxy({} as Store, {
+    get(_target, key) {
+      const target = current();
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return {
+    store,
+    nextQueue: queueNamer(`${queuePrefix}_${kind}`),
+    openAnother: () => {
+      if (!db) throw new Error('the conformance database is used before beforeAll created it');
+      return db.open();
+    },
+    async withFreshStore(fn) {
+      const freshDb = await createTestDatabase(kind);
+      const fresh = await freshDb.open();
+      try {
+        await fn(fresh, freshDb);
+      } finally {
+        await fresh.close();
+        await freshDb.drop();
+      }
+    },
+  };
 }

@@ -3,27 +3,14 @@
  * (for a claim whose answer was lost), like a release: due at once, attempt uncounted. Runs
  * unchanged against every store; time is pinned (`t(100)` is 100 s after the epoch).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/store/store.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
-import { queueNamer, spec, t } from './conformance-helpers.js';
+import { describe, expect, it } from 'vitest';
+import { storeKinds } from '../support/stores.js';
+import { spec, t, useConformanceDatabase } from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
 
 describe.each(storeKinds())('%s store: release by owner', (kind) => {
-  let db: TestDatabase;
-  let store: Store;
-  const nextQueue = queueNamer(`owner_${kind}`);
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    store = await db.open();
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await db?.drop();
-  });
+  const { store, nextQueue } = useConformanceDatabase(kind, 'owner');
 
   it('releases every lease of that owner and no other, due at once with the attempt given back', async () => {
     const q = nextQueue();

@@ -9,42 +9,27 @@
  * depends on it, so every lease and due time is exact; the database clock is used only where the
  * test is about the database clock.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Job } from '../../src/job/job.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/job/job-spec.js';
 import type { Store, WakeUp } from '../../src/store/store.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
-import { PARK, queueNamer, retryIn, spec, submitOne, t, thrown, withTimeout } from './conformance-helpers.js';
+import { storeKinds } from '../support/stores.js';
+import {
+  PARK,
+  retryIn,
+  spec,
+  submitOne,
+  t,
+  thrown,
+  useConformanceDatabase,
+  withTimeout,
+} from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
 const UNKNOWN_ID = '987654321';
 
 describe.each(storeKinds())('%s store conformance', (kind) => {
-  let db: TestDatabase;
-  let store: Store;
-  const nextQueue = queueNamer(`conf_${kind}`);
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    store = await db.open();
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await db?.drop();
-  });
-
-  /** Runs `fn` against a store on a database of its own, for operations that act on every queue. */
-  async function withFreshStore(fn: (fresh: Store) => Promise<void>): Promise<void> {
-    const freshDb = await createTestDatabase(kind);
-    const fresh = await freshDb.open();
-    try {
-      await fn(fresh);
-    } finally {
-      await fresh.close();
-      await freshDb.drop();
-    }
-  }
+  const { store, nextQueue, withFreshStore, openAnother } = useConformanceDatabase(kind, 'conf');
 
   async function mustGet(id: string): Promise<Job> {
     const job = await store.jobGet({ id });
@@ -156,15 +141,16 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
       expect((await mustGet(result!.id)).runAt).toEqual(runAt);
     });
 
-    it('returns the live job for a repeated idempotency key and writes nothing', async () => {
+    it('returns the live job for a repeated idempotency key (same queue, kind, payload) and writes nothing', async () => {
       const q = nextQueue();
       const first = await store.jobSubmit({
         now: t(0),
         jobs: [spec({ kind: 'conf.idem', queue: q, payload: { v: 1 }, runAt: t(10), idempotencyKey: `${q}-k` })],
       });
+      // Only the payload must agree: the repeat's other options (here its runAt) are not compared.
       const again = await store.jobSubmit({
         now: t(1),
-        jobs: [spec({ kind: 'conf.idem', queue: q, payload: { v: 2 }, runAt: t(99), idempotencyKey: `${q}-k` })],
+        jobs: [spec({ kind: 'conf.idem', queue: q, payload: { v: 1 }, runAt: t(99), idempotencyKey: `${q}-k` })],
       });
       expect(again[0]).toEqual({ id: first[0]!.id, created: false, runAt: t(10) });
       const jobs = await store.jobList({ queue: q });
@@ -205,18 +191,38 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
         jobs: [
           spec({ kind: 'conf.idem', queue: q, payload: 'first', runAt: t(5), idempotencyKey: `${q}-k` }),
           spec({ kind: 'conf.other', queue: q, payload: 'other', runAt: t(6) }),
-          spec({ kind: 'conf.idem', queue: q, payload: 'second', runAt: t(7), idempotencyKey: `${q}-k` }),
+          spec({ kind: 'conf.idem', queue: q, payload: 'first', runAt: t(7), idempotencyKey: `${q}-k` }),
         ],
       });
       expect(results.map((r) => r.created)).toEqual([true, true, false]);
       expect(results[2]!.id).toBe(results[0]!.id);
       expect(results[2]!.runAt).toEqual(t(5));
       const jobs = await store.jobList({ queue: q });
-      expect(jobs.map((j) => j.payload).sort()).toEqual(['first', 'other']);
+      expect(jobs.map((j) => [j.payload, j.runAt])).toEqual([
+        ['first', t(5)],
+        ['other', t(6)],
+      ]);
     });
   });
 
   describe('jobClaim', () => {
+    it('refuses a negative or fractional limit and a non-positive leaseMs, writing nothing; limit 0 claims nothing', async () => {
+      const q = nextQueue();
+      const id = await submitOne(store, { kind: 'conf.claim.params', queue: q, runAt: t(1) }, t(0));
+      const claim = (limit: number, leaseMs: number) =>
+        store.jobClaim({ owner: 'w', limit, leaseMs, queues: [q], now: t(10) }).then(
+          (jobs) => jobs.map((job) => job.id),
+          (error: { name?: string; field?: string }) => `${error.name}:${error.field}`,
+        );
+      expect(await claim(-1, LEASE_MS)).toBe('ValidationError:limit');
+      expect(await claim(1.5, LEASE_MS)).toBe('ValidationError:limit');
+      expect(await claim(1, 0)).toBe('ValidationError:leaseMs');
+      expect(await claim(1, 2.5)).toBe('ValidationError:leaseMs');
+      expect(await claim(0, LEASE_MS)).toEqual([]);
+      expect(await mustGet(id)).toMatchObject({ state: 'pending', attempts: 0, token: 0 });
+      expect(await claim(1, LEASE_MS)).toEqual([id]);
+    });
+
     it('never hands out a job before its run_at: nothing at run_at - 1 ms, the job at run_at', async () => {
       const q = nextQueue();
       const id = await submitOne(store, { kind: 'conf.due', queue: q, runAt: t(100) }, t(0));
@@ -720,6 +726,59 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
         expect(seen).toEqual(all);
       });
     });
+
+    /** The ValidationError a list call throws, as `{field, message}` (both stores must agree). */
+    async function refusal(call: Promise<unknown>): Promise<{ name: string; field: unknown; message: string }> {
+      const error = (await call.then(
+        () => new Error('the call was accepted'),
+        (e: unknown) => e,
+      )) as Error & { field?: unknown };
+      return { name: error.name, field: error.field, message: error.message };
+    }
+
+    it('refuses limit 0, a non-integer limit and one over 1000, naming `limit`', async () => {
+      const q = nextQueue();
+      await submitOne(store, { kind: 'conf.limit', queue: q, runAt: t(1) }, t(0));
+      expect(await refusal(store.jobList({ queue: q, limit: 0 }))).toEqual({
+        name: 'ValidationError',
+        field: 'limit',
+        message: 'limit: must be an integer from 1 to 1000, got 0',
+      });
+      expect(await refusal(store.jobList({ queue: q, limit: 1.5 }))).toMatchObject({ field: 'limit' });
+      expect(await refusal(store.deadLetterList({ queue: q, limit: 0 }))).toMatchObject({ field: 'limit' });
+      expect(await refusal(store.scheduleList({ limit: 0 }))).toMatchObject({ field: 'limit' });
+      expect(await refusal(store.jobList({ queue: q, limit: 1_000_000 }))).toEqual({
+        name: 'ValidationError',
+        field: 'limit',
+        message: 'limit: must be an integer from 1 to 1000, got 1000000',
+      });
+      expect(await store.jobList({ queue: q, limit: 1000 })).toHaveLength(1);
+    });
+
+    it('refuses an afterId that is not a job id, naming `afterId`', async () => {
+      const q = nextQueue();
+      await submitOne(store, { kind: 'conf.after', queue: q, runAt: t(1) }, t(0));
+      for (const afterId of ['abc', '-1', '1.5', '', '99999999999999999999']) {
+        expect(await refusal(store.jobList({ queue: q, afterId })), afterId).toEqual({
+          name: 'ValidationError',
+          field: 'afterId',
+          message: `afterId: must be a job id (decimal digits, at most 9007199254740991), got ${JSON.stringify(afterId)}`,
+        });
+      }
+      expect(await refusal(store.deadLetterList({ queue: q, afterId: 'abc' }))).toMatchObject({ field: 'afterId' });
+      // A well-formed id that names no job is a fine cursor.
+      expect(await store.jobList({ queue: q, afterId: UNKNOWN_ID })).toEqual([]);
+    });
+
+    it('refuses an unknown state, naming its index', async () => {
+      const q = nextQueue();
+      const states = ['pending', 'sleeping'] as unknown as Job['state'][];
+      expect(await refusal(store.jobList({ queue: q, states }))).toEqual({
+        name: 'ValidationError',
+        field: 'states[1]',
+        message: 'states[1]: must be one of pending, running, done, cancelled, dead, got "sleeping"',
+      });
+    });
   });
 
   describe('dead letters', () => {
@@ -909,6 +968,7 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
         done: 1,
         cancelled: 1,
         dead: 1,
+        unhandled: 0,
       });
       expect(stats.find((s) => s.queue === `${q}_b`)).toEqual({
         queue: `${q}_b`,
@@ -918,6 +978,7 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
         done: 0,
         cancelled: 0,
         dead: 0,
+        unhandled: 0,
       });
     });
   });
@@ -945,7 +1006,7 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
   describe('two store instances on one database', () => {
     it('see each other’s committed writes at once', async () => {
       const q = nextQueue();
-      const other = await db.open();
+      const other = await openAnother();
       try {
         const id = await submitOne(store, { kind: 'conf.visible', queue: q, runAt: t(1) }, t(0));
         expect((await other.jobGet({ id }))?.state).toBe('pending');
@@ -964,7 +1025,7 @@ describe.each(storeKinds())('%s store conformance', (kind) => {
         now: t(0),
         jobs: Array.from({ length: total }, (_, i) => spec({ kind: 'conf.race', queue: q, runAt: t(1), payload: i })),
       });
-      const instances = [await db.open(), await db.open()];
+      const instances = [await openAnother(), await openAnother()];
       try {
         const claimedBy = await Promise.all(
           instances.map(async (instance, n) => {

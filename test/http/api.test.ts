@@ -102,7 +102,7 @@ describe('HTTP API on a real server (SQLite)', () => {
       const [job] = (claim.body as { jobs: Json[] }).jobs;
       expect(job?.id).toBe(id);
       const fail = await t.call('POST', `/v1/worker/jobs/${id}/fail`, {
-        body: { token: job?.token, error: { message: 'boom' } },
+        body: { token: job?.token, receipt: job?.receipt, error: { message: 'boom' } },
       });
       expect(fail.body).toEqual({ outcome: 'parked' });
       return id as string;

@@ -73,7 +73,7 @@ const CASES: Case[] = [
     path: '/v1/dead-letters/purge',
     body: { ids: ['1 OR 1=1'] },
     status: 400,
-    field: 'ids.0',
+    field: 'ids[0]',
   },
   // Unknown fields.
   {
@@ -151,11 +151,17 @@ const CASES: Case[] = [
   {
     name: 'a string fencing token',
     path: '/v1/worker/jobs/1/complete',
-    body: { token: '1' },
+    body: { token: '1', receipt: 'r' },
     status: 400,
     field: 'token',
   },
-  { name: 'a fail without an error', path: '/v1/worker/jobs/1/fail', body: { token: 1 }, status: 400, field: 'error' },
+  {
+    name: 'a fail without an error',
+    path: '/v1/worker/jobs/1/fail',
+    body: { token: 1, receipt: 'r' },
+    status: 400,
+    field: 'error',
+  },
   // Webhook destinations are checked at submit.
   {
     name: 'a webhook to cloud metadata',

@@ -40,6 +40,8 @@ export async function startTestServer(
     tokens?: ApiToken[];
     random?: () => number;
     logger?: ServerLogger;
+    /** Long-poll re-check interval (see AppConfig.longPollRecheckMs); default 1000 ms. */
+    longPollRecheckMs?: number;
   } = {},
 ): Promise<TestServer> {
   const db = await createTestDatabase(options.kind ?? 'sqlite');
@@ -57,6 +59,7 @@ export async function startTestServer(
     config,
     logger: options.logger ?? createServerLogger('silent'),
     random: options.random,
+    longPollRecheckMs: options.longPollRecheckMs,
   });
   const defaultToken = TOKENS.all.token;
   return {

@@ -90,7 +90,6 @@ describe('logs, metrics and traces', () => {
     const hook = await t.call('POST', '/v1/jobs', {
       body: {
         kind: 'docket.webhook',
-        queue: 'hooks',
         maxAttempts: 2,
         retry: { baseDelayMs: 10, jitterRatio: 0 },
         payload: {
@@ -149,11 +148,11 @@ describe('logs, metrics and traces', () => {
 
   it('counts failures and parks in the metrics', async () => {
     const text = (await t.call('GET', '/metrics')).body as string;
-    expect(text).toMatch(/docket_jobs_failed_total\{queue="hooks"\} 2/);
-    expect(text).toMatch(/docket_jobs_parked_total\{queue="hooks"\} 1/);
-    expect(text).toMatch(/docket_job_lateness_seconds_count\{queue="hooks"\} 2/);
-    expect(text).toMatch(/docket_jobs_submitted_total\{queue="hooks"\} 1/);
-    expect(text).toMatch(/docket_queue_depth\{queue="hooks",state="dead"\} 1/);
+    expect(text).toMatch(/docket_jobs_failed_total\{queue="docket.builtin"\} 2/);
+    expect(text).toMatch(/docket_jobs_parked_total\{queue="docket.builtin"\} 1/);
+    expect(text).toMatch(/docket_job_lateness_seconds_count\{queue="docket.builtin"\} 2/);
+    expect(text).toMatch(/docket_jobs_submitted_total\{queue="docket.builtin"\} 1/);
+    expect(text).toMatch(/docket_queue_depth\{queue="docket.builtin",state="dead"\} 1/);
     expect(text).toMatch(/docket_http_requests_total\{method="GET",route="\/v1\/stats",status="200"\} \d+/);
   });
 });

@@ -7,10 +7,26 @@ import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 interface RemoteJob {
   id: string;
   token: number;
+  receipt: string;
   kind: string;
   payload: unknown;
   attempt: number;
   leaseUntil: string;
+}
+
+/**
+ * A long-poll re-check far beyond every bound below: a poll answered in time was answered by a
+ * wake-up (or by close), never by the periodic re-check that hides a lost one.
+ */
+const RECHECK_NEVER_MS = 120_000;
+
+/** Resolves once the server reports `count` remote claims waiting in a long poll. */
+async function claimsWaiting(t: TestServer, count: number): Promise<void> {
+  const gauge = new RegExp(`^docket_remote_claims_waiting ${count}$`, 'm');
+  // Scrapes until the gauge shows it; the test's own timeout bounds the loop.
+  while (!gauge.test((await t.call('GET', '/metrics')).body as string)) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 /** A remote worker that speaks only HTTP, as a Python or Go worker would. */
@@ -30,10 +46,16 @@ function httpWorker(url: string, workerId: string) {
       return (response.body.jobs as RemoteJob[])[0];
     },
     heartbeat: (job: RemoteJob, leaseMs = 1000) =>
-      post(`/v1/worker/jobs/${job.id}/heartbeat`, { token: job.token, leaseMs }),
-    complete: (job: RemoteJob) => post(`/v1/worker/jobs/${job.id}/complete`, { token: job.token }),
+      post(`/v1/worker/jobs/${job.id}/heartbeat`, { token: job.token, receipt: job.receipt, leaseMs }),
+    complete: (job: RemoteJob) =>
+      post(`/v1/worker/jobs/${job.id}/complete`, { token: job.token, receipt: job.receipt }),
     fail: (job: RemoteJob, retryAfterMs?: number) =>
-      post(`/v1/worker/jobs/${job.id}/fail`, { token: job.token, error: { message: 'remote failure' }, retryAfterMs }),
+      post(`/v1/worker/jobs/${job.id}/fail`, {
+        token: job.token,
+        receipt: job.receipt,
+        error: { message: 'remote failure' },
+        retryAfterMs,
+      }),
   };
 }
 
@@ -71,7 +93,7 @@ for (const kind of storeKinds()) {
 
       expect((await b.heartbeat(second as RemoteJob, 30_000)).status).toBe(200);
       expect((await b.complete(second as RemoteJob)).body).toEqual({ outcome: 'done' });
-      expect((await t.call('GET', `/v1/jobs/${id}`)).body).toMatchObject({ state: 'done', token: second?.token });
+      expect((await t.call('GET', `/v1/jobs/${id}`)).body).toMatchObject({ state: 'done', leaseOwner: 'worker-b' });
 
       // A survives: it claims and completes the next job normally.
       await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: `lease-${kind}` } });
@@ -87,17 +109,24 @@ for (const kind of storeKinds()) {
     });
 
     it('a long-polling claim returns as soon as a job is submitted', async () => {
-      const w = httpWorker(t.url, 'poller');
-      const queue = `poll-${kind}`;
-      const startedAt = Date.now();
-      const claiming = w.claim({ waitMs: 20_000, queues: [queue] });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await t.call('POST', '/v1/jobs', { body: { kind: 'polled', queue } });
-      const job = await claiming;
-      expect(job?.kind).toBe('polled');
-      // Well under the 20 s wait: the submit (or at worst the 1 s re-poll) woke it.
-      expect(Date.now() - startedAt).toBeLessThan(5000);
-      await w.complete(job as RemoteJob);
+      // A server of its own whose re-check never fires in time: only the submit's wake-up can answer.
+      const polled = await startTestServer({ kind, longPollRecheckMs: RECHECK_NEVER_MS });
+      try {
+        const w = httpWorker(polled.url, 'poller');
+        const queue = `poll-${kind}`;
+        const claiming = w.claim({ waitMs: 20_000, queues: [queue] });
+        await claimsWaiting(polled, 1);
+        const submittedAt = Date.now();
+        await polled.call('POST', '/v1/jobs', { body: { kind: 'polled', queue } });
+        const job = await claiming;
+        expect(job?.kind).toBe('polled');
+        // Well under the 20 s wait (a lost wake-up would return empty after it).
+        expect(Date.now() - submittedAt).toBeLessThan(5000);
+        await claimsWaiting(polled, 0);
+        await w.complete(job as RemoteJob);
+      } finally {
+        await polled.stop();
+      }
     });
 
     it('an empty long poll returns no jobs after its wait', async () => {
@@ -151,13 +180,14 @@ for (const kind of storeKinds()) {
 
 describe('closing the server', () => {
   it('releases a pending long poll at once', async () => {
-    const t = await startTestServer();
+    const t = await startTestServer({ longPollRecheckMs: RECHECK_NEVER_MS });
     const w = httpWorker(t.url, 'closing');
-    const startedAt = Date.now();
     const claiming = w.claim({ waitMs: 25_000, queues: ['never'] });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await claimsWaiting(t, 1);
+    const closingAt = Date.now();
     await t.stop();
     expect(await claiming).toBeUndefined();
-    expect(Date.now() - startedAt).toBeLessThan(5000);
+    // Well under the 25 s wait and the re-check: close itself released the waiting poll.
+    expect(Date.now() - closingAt).toBeLessThan(5000);
   });
 });

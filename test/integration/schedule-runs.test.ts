@@ -71,6 +71,7 @@ describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) =>
     const [pending] = await docket.listJobs({ queue: `yearly-${kind}` });
     expect(await docket.cancelJob(pending!.id)).toBe('cancelled');
     // The first sweep comes within two seconds of the worker starting.
+    docket.handle('yearly', async () => {});
     await docket.worker({ ...QUICK, queues: [`yearly-${kind}`] }).start();
     await expect
       .poll(async () => (await docket.listJobs({ queue: `yearly-${kind}`, states: ['pending'] })).length, {

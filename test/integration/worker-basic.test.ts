@@ -3,46 +3,26 @@
  * heartbeats, cancellation, wake-ups, graceful shutdown, configuration and submit validation.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   ConfigurationError,
   Docket,
   JobAbortError,
   type JobContext,
-  seededRandom,
   ValidationError,
   type WorkerOptions,
 } from '../../src/index.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
+import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { useInProcessDockets } from './support/suite-fixtures.js';
 
-const SEED = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 100, jitterRatio: 0 };
 /** Short leases keep these tests fast; heartbeats at a third of the lease. */
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
 
 describe.each(storeKinds())('worker runtime on %s', (kind) => {
-  let db: TestDatabase;
-  const dockets: Docket[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    console.log(`worker-basic on ${kind}: seed ${SEED} (replay with DOCKET_SEED=${SEED})`);
-  });
-
-  afterEach(async () => {
-    await Promise.all(dockets.splice(0).map((docket) => docket.close()));
-  });
-
-  afterAll(async () => {
-    await db?.drop();
-  });
-
-  async function open(): Promise<Docket> {
-    const docket = await Docket.open({ url: db.url, random: seededRandom(SEED + dockets.length) });
-    dockets.push(docket);
-    return docket;
-  }
+  const dockets = useInProcessDockets(kind, 'worker-basic');
+  const { open } = dockets;
 
   it('runs a handler with its typed payload and context, and a return completes the job', async () => {
     const docket = await open();
@@ -111,15 +91,16 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     expect(dead?.id).toBe(id);
   });
 
-  it('fails a job whose kind has no handler with an error naming the kind, and parks it', async () => {
+  it('a catch-all worker fails a job whose kind has no handler with an error naming the kind, and parks it', async () => {
     const docket = await open();
     docket.handle('known', async () => {});
-    const parked = deferred<string>();
-    docket.events.on('parked', (event) => parked.resolve(event.job.id));
-    await docket.worker(QUICK).start();
+    const parked = deferred<{ id: string; state: string }>();
+    docket.events.on('parked', (event) => parked.resolve({ id: event.job.id, state: event.job.state }));
+    await docket.worker({ ...QUICK, catchAll: true }).start();
     const { id } = await docket.submit({ kind: 'unknown.kind', maxAttempts: 2, retry: FAST_RETRY });
 
-    expect(await within(parked.promise, 10_000, 'parking')).toBe(id);
+    // The parked event carries the job as it now is (issue 11): dead, not running.
+    expect(await within(parked.promise, 10_000, 'parking')).toEqual({ id, state: 'dead' });
     const job = await docket.getJob(id);
     expect(job?.state).toBe('dead');
     expect(job?.errors).toHaveLength(2);
@@ -245,7 +226,7 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
   it('starts an immediately-due job on a wake-up, without waiting for the poll interval', async () => {
     // Watch the worker's own store to know when its start-up claim and next-run-at lookup are over:
     // from then on only a wake-up (not a start-up race) can start the job before the minute-long poll.
-    const store = await db.open();
+    const store = await dockets.db.open();
     let lookups = 0;
     const watched = new Proxy(store, {
       get(target, property, receiver) {
@@ -335,11 +316,12 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
       if (takenOver.size === concurrency) allTaken.resolve();
     });
     await second.worker({ concurrency, pollIntervalMs: 200 }).start();
-    const stoppedAt = Date.now();
     await worker.stop();
-    // The lease is 30 s: only an explicit release lets the second worker in within a couple of seconds.
-    await within(allTaken.promise, 3000, 'takeover of released jobs');
-    expect(Date.now() - stoppedAt).toBeLessThan(3000);
+    // The lease is 30 s, so only an explicit release lets the second worker in before it lapses;
+    // the bound is a hang guard well inside it. The proof of a release is below: the takeover is
+    // attempt 1 again with no error recorded (a lapsed lease would count the attempt and record
+    // a lease_expired error), and the first worker counts the releases.
+    await within(allTaken.promise, 20_000, 'takeover of released jobs');
     expect([...takenOver.keys()].sort()).toEqual([...ids].sort());
     expect([...takenOver.values()]).toEqual(ids.map(() => 2));
     expect(aborted.sort()).toEqual([...ids].sort());
@@ -352,8 +334,9 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
   });
 
   it('prunes done records older than the retention while a worker runs', async () => {
-    const docket = await Docket.open({ url: db.url, retentionMs: 1, pruneIntervalMs: 100 });
-    dockets.push(docket);
+    const docket = dockets.closeAfterTest(
+      await Docket.open({ url: dockets.db.url, retentionMs: 1, pruneIntervalMs: 100 }),
+    );
     docket.handle('prunable', async () => {});
     await docket.worker(QUICK).start();
     const { id } = await docket.submit({ kind: 'prunable' });

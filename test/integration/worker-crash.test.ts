@@ -2,45 +2,20 @@
  * Real processes, real faults: a worker killed with SIGKILL mid-job, and one frozen with SIGSTOP
  * past its lease. Both stores: SQLite processes share one file, PostgreSQL ones one schema.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Docket } from '../../src/index.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
-import { type ChildWorker, startChildWorker, stopChildWorker } from './support/child-worker.js';
+import { describe, expect, it } from 'vitest';
+import { storeKinds } from '../support/stores.js';
+import { type ChildWorker, stopChildWorker } from './support/child-worker.js';
+import { useChildWorkers } from './support/suite-fixtures.js';
 
 const LEASE_MS = 1500;
 
 describe.each(storeKinds())('worker processes on %s', (kind) => {
-  let db: TestDatabase;
-  let docket: Docket;
-  let dir: string;
-  const children: ChildWorker[] = [];
+  const processes = useChildWorkers(kind, 'docket-ledger-');
 
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    docket = await Docket.open({ url: db.url });
-    dir = mkdtempSync(join(tmpdir(), 'docket-ledger-'));
-  });
-
-  afterEach(async () => {
-    for (const child of children.splice(0)) {
-      child.process.kill('SIGCONT');
-      await stopChildWorker(child);
-    }
-  });
-
-  afterAll(async () => {
-    await docket?.close();
-    await db?.drop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  async function spawnWorker(id: string, ledger: string): Promise<ChildWorker> {
-    const child = await startChildWorker({ url: db.url, id, ledger, leaseMs: LEASE_MS, heartbeatIntervalMs: 500 });
-    children.push(child);
-    return child;
+  function spawnWorker(id: string, ledger: string): Promise<ChildWorker> {
+    return processes.spawn({ id, ledger, leaseMs: LEASE_MS, heartbeatIntervalMs: 500 });
   }
 
   function ledgerLines(ledger: string): string[] {
@@ -60,13 +35,14 @@ describe.each(storeKinds())('worker processes on %s', (kind) => {
     pair: [ChildWorker, ChildWorker],
     ms: number,
   ): Promise<{ id: string; victim: ChildWorker; survivor: ChildWorker }> {
-    const { id } = await docket.submit({ kind: 'ledger.sleep', payload: { ms } });
+    const { id } = await processes.docket.submit({ kind: 'ledger.sleep', payload: { ms } });
     const started = await Promise.race(pair.map((child) => child.waitFor((e) => e.event === 'started' && e.id === id)));
     const [victim, survivor] = started.worker === pair[0].events[0]?.worker ? pair : [pair[1], pair[0]];
     return { id, victim, survivor };
   }
 
   it('finishes a job on another worker after the first is killed with SIGKILL mid-job', async () => {
+    const { docket, dir } = processes;
     const ledger = join(dir, 'kill.ledger');
     const pair = await spawnPair('kill', ledger);
     const { id, victim, survivor } = await submitToPair(pair, 800);
@@ -88,6 +64,7 @@ describe.each(storeKinds())('worker processes on %s', (kind) => {
   });
 
   it('refuses the heartbeat and completion of a worker frozen past its lease; the job is done once', async () => {
+    const { docket, dir } = processes;
     const ledger = join(dir, 'stop.ledger');
     const pair = await spawnPair('stop', ledger);
     const { id, victim, survivor } = await submitToPair(pair, 800);

@@ -4,15 +4,46 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Docket } from '../../src/index.js';
+import { ManualClock } from '../../src/clock/clock.js';
+import { Docket, DocketEvents, type JobContext, seededRandom, silentLogger, Worker } from '../../src/index.js';
 import { createTestDatabase, POSTGRES_URL, storeKinds, type TestDatabase } from '../support/stores.js';
-import { deferred, within } from './support/deferred.js';
+import { type Deferred, deferred, within } from './support/deferred.js';
 
 /** Active handles and requests by type, e.g. { Timeout: 2, TCPWRAP: 1 }. */
 function activeResources(): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const type of process.getActiveResourcesInfo()) counts[type] = (counts[type] ?? 0) + 1;
   return counts;
+}
+
+/** One deferred per job id, resolved by the handler when that job starts; awaited by the test. */
+function startSignals(): (id: string) => Deferred<void> {
+  const started = new Map<string, Deferred<void>>();
+  return (id) => {
+    let signal = started.get(id);
+    if (!signal) {
+      signal = deferred<void>();
+      started.set(id, signal);
+    }
+    return signal;
+  };
+}
+
+/**
+ * Moves a worker's manual clock on, flush interval by flush interval, until it has completed `count`
+ * jobs: completions wait for the completer's flush timer, which runs on that clock too (a stop
+ * would otherwise wait for a timer nobody fires).
+ */
+async function completeAll(clock: ManualClock, worker: Worker, count: number): Promise<void> {
+  await expect
+    .poll(
+      () => {
+        clock.advance(worker.options.completionFlushMs);
+        return worker.stats.completed;
+      },
+      { timeout: 10_000, interval: 10 },
+    )
+    .toBe(count);
 }
 
 describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
@@ -75,22 +106,87 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
     }
   });
 
+  // SQLite wakes only in-process subscribers: another process's submit is found by polling alone.
+  if (kind === 'sqlite') {
+    it('finds a job no wake-up announced at its next poll, not before (worker time pinned by a ManualClock)', async () => {
+      const clock = new ManualClock(Date.now());
+      const host = await Docket.open({ url: db.url });
+      // A second store on the same file stands in for another process: its submits wake nobody here.
+      const elsewhere = await Docket.open({ url: db.url });
+      const startedIds: string[] = [];
+      const startOf = startSignals();
+      const pollIntervalMs = 1000;
+      const worker = new Worker(
+        {
+          store: host.store,
+          handlers: new Map([
+            [
+              'polled',
+              async (_payload: never, ctx: JobContext) => {
+                startedIds.push(ctx.jobId);
+                startOf(ctx.jobId).resolve();
+              },
+            ],
+          ]),
+          events: new DocketEvents(silentLogger),
+          logger: silentLogger,
+          random: seededRandom(5),
+          clock,
+        },
+        { pollIntervalMs },
+      );
+      try {
+        await worker.start();
+        // A local submit wakes the worker at once (no time passes): the claim loop is idle after it.
+        const local = await host.submit({ kind: 'polled' });
+        await within(startOf(local.id).promise, 10_000, 'the locally submitted job');
+
+        const { id } = await elsewhere.submit({ kind: 'polled' });
+        // Polls are jittered to [0.9, 1.1] x the interval: at 0.85 x none has fired.
+        clock.advance(pollIntervalMs * 0.85);
+        for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+        expect(startedIds).toEqual([local.id]);
+        expect((await elsewhere.getJob(id))?.state).toBe('pending');
+        clock.advance(pollIntervalMs * 0.25);
+        await within(startOf(id).promise, 10_000, 'the job found by the poll');
+        expect(startedIds).toEqual([local.id, id]);
+        await completeAll(clock, worker, 2);
+      } finally {
+        await worker.stop();
+        await host.close();
+        await elsewhere.close();
+      }
+    });
+  }
+
   // Only PostgreSQL has a LISTEN connection to lose; SQLite's wake-ups are in-process.
   if (kind !== 'postgres') return;
   it('keeps starting due jobs within the polling interval while its LISTEN connection is being killed', async () => {
-    const worker = await Docket.open({ url: db.url });
+    // The worker runs on a ManualClock: its polls fire only when the test moves time on, so
+    // "within one polling interval" is checked exactly, with no wall-clock bound to flake.
+    const clock = new ManualClock(Date.now());
+    const host = await Docket.open({ url: db.url });
     const submitter = await Docket.open({ url: db.url });
     const admin = new pg.Client({ connectionString: POSTGRES_URL });
     await admin.connect();
+    const events = new DocketEvents(silentLogger);
     const errors: string[] = [];
-    worker.events.on('error', (event) => errors.push(event.operation));
+    events.on('error', (event) => errors.push(event.operation));
+    const startOf = startSignals();
+    const pollIntervalMs = 300;
+    const worker = new Worker(
+      {
+        store: host.store,
+        handlers: new Map([['due', async (_payload: never, ctx: JobContext) => startOf(ctx.jobId).resolve()]]),
+        events,
+        logger: silentLogger,
+        random: seededRandom(11),
+        clock,
+      },
+      { pollIntervalMs },
+    );
     try {
-      const starts = new Map<string, number>();
-      worker.handle('due', async (_payload, ctx) => {
-        starts.set(ctx.jobId, Date.now());
-      });
-      const pollIntervalMs = 300;
-      await worker.worker({ pollIntervalMs }).start();
+      await worker.start();
       const killListener = async () => {
         const { rows } = await admin.query<{ pid: number }>(
           `SELECT pid FROM pg_stat_activity WHERE query ILIKE 'LISTEN %' AND query LIKE $1 AND pid <> pg_backend_pid()`,
@@ -101,25 +197,23 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
       };
       expect(await killListener()).toBe(1);
 
-      // Keep killing the listener (its reconnects too) while jobs arrive, so notifications are lost.
-      const submittedAt = new Map<string, number>();
+      // Keep killing the listener (its reconnects too) while jobs arrive, so notifications are
+      // lost; each job must still start once the worker clock has moved one polling interval
+      // (plus its ±10 % jitter).
       for (let i = 0; i < 6; i += 1) {
         await killListener();
         const { id } = await submitter.submit({ kind: 'due' });
-        submittedAt.set(id, Date.now());
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      await expect.poll(() => starts.size, { timeout: 5000, interval: 20 }).toBe(6);
-      for (const [id, at] of submittedAt) {
-        // Poll jitter is ±10 %; allow scheduling slack on a loaded machine.
-        expect(starts.get(id)! - at).toBeLessThan(pollIntervalMs * 1.1 + 300);
+        clock.advance(Math.ceil(pollIntervalMs * 1.1));
+        await within(startOf(id).promise, 10_000, `job ${i} after one polling interval`);
       }
       // And once the listener is back, wake-ups work again.
       await expect.poll(killListener, { timeout: 5000, interval: 100 }).toBe(1);
+      await completeAll(clock, worker, 6);
       expect(errors.filter((operation) => operation !== 'subscribe')).toEqual([]);
     } finally {
+      await worker.stop();
       await admin.end();
-      await worker.close();
+      await host.close();
       await submitter.close();
     }
   });

@@ -3,36 +3,17 @@
  * local buffer. Buffered jobs are heartbeated like running ones, start as slots free, and go back
  * to the queue at once when the worker stops.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigurationError, Docket, seededRandom, type WorkerOptions } from '../../src/index.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError, type WorkerOptions } from '../../src/index.js';
+import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { useInProcessDockets } from './support/suite-fixtures.js';
 
-const SEED = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
 
 describe.each(storeKinds())('worker prefetch on %s', (kind) => {
-  let db: TestDatabase;
-  const dockets: Docket[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    console.log(`worker-prefetch on ${kind}: seed ${SEED} (replay with DOCKET_SEED=${SEED})`);
-  });
-
-  afterEach(async () => {
-    await Promise.all(dockets.splice(0).map((docket) => docket.close()));
-  });
-
-  afterAll(async () => {
-    await db?.drop();
-  });
-
-  async function open(): Promise<Docket> {
-    const docket = await Docket.open({ url: db.url, random: seededRandom(SEED + dockets.length) });
-    dockets.push(docket);
-    return docket;
-  }
+  const dockets = useInProcessDockets(kind, 'worker-prefetch');
+  const { open } = dockets;
 
   it('refuses a negative or fractional prefetch', async () => {
     const docket = await open();

@@ -65,4 +65,44 @@ describe.each(storeKinds())('%s store: per-occurrence jitter wider than the spac
     );
     expect(missing.map((slotMs) => new Date(slotMs).toISOString())).toEqual([]);
   });
+
+  it('misses no slot of a per-second schedule with 3 s jitter when each claim lands 40 ms after the run is due', async () => {
+    // Issue 10, item 6: slot :17 due at :19.037, :18 at :19.072, the claim of :17 at :19.077;
+    // :18 counted as missed (its run time had passed) and `skip` dropped it. Misfires are now
+    // judged in slot time: a claim 40 ms late misses only slots within 40 ms of its own slot.
+    const queue = 'jitter-latency';
+    const spec = normalizeScheduleSpec({
+      id: queue,
+      cron: '* * * * * *',
+      jitterMs: 3000,
+      jitterMode: 'per_occurrence',
+      job: { kind: 'tick', queue },
+    });
+    const slotCount = 306;
+    const runAtOf = (slotMs: number) =>
+      slotMs + jitterOffsetMs(spec.id, new Date(slotMs), spec.jitterMs, 'per_occurrence');
+    const slotsMs = Array.from({ length: slotCount }, (_, i) => BASE_MS + (i + 1) * 1000);
+    const atRisk = slotsMs.filter((slotMs) => {
+      const previousRunMs = runAtOf(slotMs - 1000);
+      return runAtOf(slotMs) > previousRunMs && runAtOf(slotMs) <= previousRunMs + 40;
+    });
+    expect(
+      atRisk.length,
+      'the id must give run times inside a 40 ms claim latency, or this test proves nothing',
+    ).toBeGreaterThan(0);
+
+    await store.scheduleUpsert({ now: new Date(BASE_MS), spec });
+    const endMs = BASE_MS + slotCount * 1000;
+    for (let i = 0; i < 2 * slotCount; i += 1) {
+      const next = await store.jobNextRunAt({ now: new Date(BASE_MS), queues: [queue] });
+      if (next === null || next.getTime() > endMs + spec.jitterMs) break;
+      const claimAt = new Date(next.getTime() + 40);
+      const [job] = await store.jobClaim({ now: claimAt, owner: 'w', limit: 1, leaseMs: 30_000, queues: [queue] });
+      if (!job) break;
+      await store.jobComplete({ now: claimAt, id: job.id, token: job.token });
+    }
+    const slots = new Set((await store.jobList({ queue, limit: 1000 })).map((job) => job.scheduleSlot?.getTime() ?? 0));
+    const missing = slotsMs.filter((slotMs) => !slots.has(slotMs));
+    expect(missing.map((slotMs) => new Date(slotMs).toISOString())).toEqual([]);
+  }, 60_000);
 });

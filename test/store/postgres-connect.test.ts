@@ -41,6 +41,26 @@ async function relayToPostgres(port: number): Promise<void> {
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
 }
 
+/**
+ * Listens on `port` and resets every connection at once; `seen` resolves after `count` of them.
+ * `close` stops listening, so the port is free for the relay.
+ */
+async function resetConnections(port: number, count: number): Promise<{ seen: Promise<void>; close(): Promise<void> }> {
+  let resolveSeen!: () => void;
+  const seen = new Promise<void>((resolve) => {
+    resolveSeen = resolve;
+  });
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections += 1;
+    socket.on('error', () => {});
+    socket.resetAndDestroy();
+    if (connections >= count) resolveSeen();
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
 function urlOnPort(port: number): string {
   const url = new URL(POSTGRES_URL);
   url.port = String(port);
@@ -52,9 +72,13 @@ describe('PostgresStore.open on an unreachable server', () => {
     await assertPostgresReachable();
     const port = await freePort();
     const schema = `t_connect_${process.pid}`;
+    // Until the relay appears, something on the port resets every connection (ECONNRESET, a
+    // transient error like the refusals of a server still starting): the open must retry.
+    const attempts = await resetConnections(port, 2);
     const opening = PostgresStore.open(urlOnPort(port), { schema, connectTimeoutMs: 20_000 });
-    // The first attempts are refused; the relay appears once the open is already retrying.
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Waits for the open to have been turned away twice, so it is retrying, not on its first try.
+    await attempts.seen;
+    await attempts.close();
     await relayToPostgres(port);
     const store = await opening;
     try {

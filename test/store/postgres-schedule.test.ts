@@ -110,11 +110,19 @@ describe('PostgresStore: recurring schedules under concurrency', () => {
       now: at(11, 0),
     });
     await store.db.query(`ANALYZE "${store.schema}".jobs`);
-    for (const sql of [store.jobQueries.claimSql, store.jobQueries.claimInTransactionSql]) {
-      const plan = await store.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, [at(12, 5), 'w', 10, 1000, null]);
+    for (const sql of [store.claimQueries.claimSql, store.claimQueries.claimInTransactionSql]) {
+      const plan = await store.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, [
+        at(12, 5),
+        'w',
+        10,
+        1000,
+        null,
+        null,
+        [],
+      ]);
       const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
       expect(text, text).not.toMatch(/Seq Scan on jobs/);
-      expect(text, text).toMatch(/jobs_pending_claim_idx/);
+      expect(text, text).toMatch(/jobs_pending_kind_claim_idx/);
     }
     const claimed = await store.jobClaim({ owner: 'w', limit: 200, leaseMs: LEASE_MS, now: at(12, 5) });
     expect(new Set(claimed.map((job) => job.queue))).toEqual(new Set(['open']));

@@ -81,7 +81,7 @@ describe('PostgresStore: opening and migrations', () => {
       );
       return result.rows.map((row) => row.table_name);
     });
-    expect(tables).toEqual(['dead_jobs', 'jobs', 'migrations', 'queues', 'schedules']);
+    expect(tables).toEqual(['dead_jobs', 'jobs', 'migrations', 'queues', 'schedules', 'workers']);
   });
 
   it('refuses a schema name that is not a plain identifier', async () => {
@@ -139,7 +139,7 @@ describe('PostgresStore: claiming under concurrency', () => {
     expect(new Set(claimedBy.values()).size).toBeGreaterThan(1);
     const stats = await stores[0]!.queueStats({ now: T0 });
     expect(stats).toEqual([
-      { queue: 'default', scheduled: 0, available: 0, running: 0, done: total, cancelled: 0, dead: 0 },
+      { queue: 'default', scheduled: 0, available: 0, running: 0, done: total, cancelled: 0, dead: 0, unhandled: 0 },
     ]);
     expect(submitted.every((result) => claimedBy.has(result.id))).toBe(true);
   });
@@ -181,7 +181,7 @@ describe('PostgresStore: claiming under concurrency', () => {
       await holder.query(`SELECT id FROM "${store.schema}".jobs WHERE id = $1 FOR UPDATE`, [locked!.id]);
       // Waiting on the lock would hit this timeout and fail the claim.
       await claimer.query("SET statement_timeout = '2s'");
-      const claimed = await store.jobQueries.claim(claimer, { now: T0, owner: 'w', limit: 10, leaseMs: 1000 });
+      const claimed = await store.claimQueries.claim(claimer, { now: T0, owner: 'w', limit: 10, leaseMs: 1000 });
       expect(claimed.map((job) => job.id)).not.toContain(locked!.id);
       expect(claimed).toHaveLength(3);
       await holder.query('ROLLBACK');
@@ -230,13 +230,13 @@ describe('PostgresStore: query plans', () => {
         const result = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
         return result.rows.map((row) => row['QUERY PLAN']).join('\n');
       });
-    const claimPlan = await explain(store.jobQueries.claimSql, [T0, 'w', 10, 1000, null]);
+    const claimPlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, null, null, []]);
     if (process.env.DOCKET_PRINT_PLANS) console.log(claimPlan);
     expect(claimPlan, claimPlan).not.toMatch(/Seq Scan on jobs/);
-    expect(claimPlan, claimPlan).toMatch(/jobs_pending_claim_idx/);
-    const queuePlan = await explain(store.jobQueries.claimSql, [T0, 'w', 10, 1000, ['default']]);
+    expect(claimPlan, claimPlan).toMatch(/jobs_pending_kind_claim_idx/);
+    const queuePlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, ['default'], null, []]);
     expect(queuePlan, queuePlan).not.toMatch(/Seq Scan on jobs/);
-    const nextPlan = await explain(store.jobQueries.nextRunAtSql, [T0, null]);
+    const nextPlan = await explain(store.jobQueries.nextRunAtSql, [T0, null, null, []]);
     if (process.env.DOCKET_PRINT_PLANS) console.log(nextPlan);
     expect(nextPlan, nextPlan).not.toMatch(/Seq Scan on jobs/);
 
@@ -246,8 +246,8 @@ describe('PostgresStore: query plans', () => {
       await client.query('BEGIN');
       try {
         const result = await client.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
-          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.jobQueries.claimSql}`,
-          [T0, 'w', 10, 1000, null],
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
+          [T0, 'w', 10, 1000, null, null, []],
         );
         const plan = result.rows[0]!['QUERY PLAN'][0].Plan;
         return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);

@@ -11,7 +11,8 @@ import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
-import * as sql from '../../src/store/sqlite/job-queries.js';
+import * as claimSql from '../../src/store/sqlite/claim-queries.js';
+import * as jobSql from '../../src/store/sqlite/job-queries.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { LEASE_EXPIRED_MESSAGE, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { WakeUp } from '../../src/store/store.js';
@@ -202,26 +203,45 @@ describe('SqliteStore claim plan', () => {
   }
 
   it('claims by index range scans, with no table scan and no sort of pending rows, before and after ANALYZE', () => {
-    const params = { queue: 'q1', priority: 0, now: 100_000, limit: 100, after: '', queues: '["q1"]' };
+    const params = {
+      queue: 'q1',
+      kind: 'future',
+      priority: 0,
+      now: 100_000,
+      limit: 100,
+      after: '',
+      queues: '["q1"]',
+      kinds: '["future"]',
+      exclude_kinds: '[]',
+    };
     // Without statistics is how Docket runs; after ANALYZE is how a user's `PRAGMA optimize` leaves it.
     for (const analyzed of [false, true]) {
       if (analyzed) raw.exec('ANALYZE');
       const context = `analyzed: ${analyzed}`;
-      expect(plan(sql.JOB_DUE_PENDING, params), context).toEqual([
-        'SEARCH jobs USING COVERING INDEX jobs_pending_claim (queue=? AND priority=? AND run_at<?)',
+      expect(plan(claimSql.JOB_DUE_PENDING, params), context).toEqual([
+        'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority=? AND run_at<?)',
       ]);
-      expect(plan(sql.JOB_PENDING_NEXT_QUEUE, params), context).toEqual([
-        'SEARCH jobs USING COVERING INDEX jobs_pending_claim (queue>?)',
+      expect(plan(jobSql.JOB_DUE_PENDING_COUNT, params), context).toEqual([
+        'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority=? AND run_at<?)',
       ]);
-      expect(plan(sql.JOB_PENDING_NEXT_PRIORITY, params), context).toEqual([
-        'SEARCH jobs USING COVERING INDEX jobs_pending_claim (queue=? AND priority>?)',
+      expect(plan(claimSql.JOB_PENDING_NEXT_QUEUE, params), context).toEqual([
+        'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue>?)',
       ]);
+      expect(plan(claimSql.JOB_PENDING_NEXT_KIND, params), context).toEqual([
+        'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind>?)',
+      ]);
+      expect(plan(claimSql.JOB_PENDING_NEXT_PRIORITY, params), context).toEqual([
+        'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority>?)',
+      ]);
+      expect(plan(jobSql.JOB_FIRST_PENDING_RUN_AT, params)[0], context).toMatch(
+        /^SEARCH jobs USING (COVERING )?INDEX jobs_pending_kind_claim \(queue=\? AND kind=\? AND priority=\?\)$/,
+      );
       expect(
-        plan(sql.JOB_CLAIM_MANY, { ...params, ids: '[1, 2]', lease_until: 1, owner: 'w', message: 'm' })[0],
+        plan(claimSql.JOB_CLAIM_MANY, { ...params, ids: '[1, 2]', lease_until: 1, owner: 'w', message: 'm' })[0],
         context,
       ).toBe('SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)');
       // Lapsed leases: a range over the running rows' partial index; only those few are sorted.
-      for (const text of [sql.JOB_LAPSED, sql.JOB_LAPSED_EXHAUSTED]) {
+      for (const text of [claimSql.JOB_LAPSED, claimSql.JOB_LAPSED_OF_KINDS, claimSql.JOB_LAPSED_EXHAUSTED]) {
         const lapsed = plan(text, params);
         expect(lapsed[0], context).toBe('SEARCH jobs USING INDEX jobs_running_lease (lease_until<?)');
         expect(

@@ -161,7 +161,7 @@ describe('planScheduleRuns never bursts', () => {
       fc.property(
         fc.constantFrom('*/15 * * * *', '0 * * * *', '30 2 * * *', '0,30 1,2 * * *'),
         fc.constantFrom('UTC', 'America/New_York', 'Australia/Lord_Howe'),
-        fc.constantFrom(0, 60_000, 20 * 60_000),
+        fc.constantFrom(0, 60_000, 20 * 60_000, 40 * 60_000),
         fc.constantFrom('stable', 'per_occurrence'),
         fc.record({
           policy: fc.constantFrom('skip', 'run_once', 'catch_up'),
@@ -197,15 +197,28 @@ describe('planScheduleRuns never bursts', () => {
           if (beyond) all.push(beyond);
           const runsInOrder = all.map((slot) => plannedRun(schedule, slot));
           const firstFuture = runsInOrder.findIndex((run) => run.runAt.getTime() > input.now.getTime());
-          const missed = runsInOrder.slice(0, firstFuture);
-          let expected = missed;
-          if (policy === 'skip') expected = [];
-          if (policy === 'run_once') expected = lastSlotRunsNow ? [] : missed.slice(-1);
+          const due = runsInOrder.slice(0, firstFuture);
+          // The documented rule, written out plainly: on the claim path a slot is missed when it
+          // lies within the claimed run's wait of the claimed slot and the claimed run did not
+          // overtake it; elsewhere when its run time passed.
+          const claimed = plannedRun(schedule, input.lastSlotAt);
+          const waitedMs = Math.max(0, input.now.getTime() - claimed.runAt.getTime());
+          const isMissed = (run: { slot: Date; runAt: Date }) =>
+            lastSlotRunsNow
+              ? run.slot.getTime() <= input.lastSlotAt.getTime() + waitedMs &&
+                run.runAt.getTime() > claimed.runAt.getTime()
+              : run.runAt.getTime() <= input.now.getTime();
+          const missed = due.filter(isMissed);
+          const late = due.filter((run) => !isMissed(run));
+          let kept = missed;
+          if (policy === 'skip') kept = [];
+          if (policy === 'run_once') kept = lastSlotRunsNow ? [] : missed.slice(-1);
           if (policy === 'catch_up') {
-            expected = missed
+            kept = missed
               .filter((run) => run.slot.getTime() >= input.now.getTime() - catchUpWindowMs)
               .slice(-maxCatchUpRuns);
           }
+          const expected = [...late, ...kept].sort((a, b) => a.slot.getTime() - b.slot.getTime());
           expect(plan.runs).toEqual(expected);
           expect(plan.next).toEqual(runsInOrder[firstFuture]);
           expect(plan.missed).toBe(missed.length > 0);

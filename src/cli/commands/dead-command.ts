@@ -1,8 +1,9 @@
 /** `docket dead list|retry|purge`: the dead-letter table, through Docket's admin operations. */
 import { Argument, Command } from '@commander-js/extra-typings';
+import { parseInstant } from '../../job/instant.js';
 import { failure, usageError } from '../cli-error.js';
-import { databaseOption, jsonOption, withDocket } from '../open-cli-docket.js';
-import { collectJobIds, instantFlag, integerFlag, jobIdArgument } from '../option-parsers.js';
+import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
+import { afterFlag, collectJobIds, instantText, jobIdArgument, limitFlag } from '../option-parsers.js';
 import { formatInstant, formatTable, printJson, printLine } from '../output.js';
 
 /** Builds the `dead` command group. */
@@ -14,12 +15,12 @@ export function deadCommand() {
     .description('list parked jobs ordered by id, with their last error')
     .option('--queue <name>', 'only this queue')
     .option('--kind <kind>', 'only this kind')
-    .option('--limit <n>', 'at most n jobs (default 100, max 1000)', integerFlag(1, 1000))
-    .option('--after <id>', 'only ids greater than this', jobIdArgument)
+    .option('--limit <n>', 'at most n jobs, 1 to 1000 (default 100)', limitFlag)
+    .option('--after <id>', 'only ids greater than this job id', afterFlag)
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
-      const list = await withDocket(options.db, (docket) =>
+      const list = await withDocket(options as StoreFlags, 'read', (docket) =>
         docket.listDeadLetters({
           queue: options.queue,
           kind: options.kind,
@@ -52,7 +53,7 @@ export function deadCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const job = await withDocket(options.db, (docket) => docket.retryDeadLetter(id));
+      const job = await withDocket(options as StoreFlags, 'write', (docket) => docket.retryDeadLetter(id));
       if (job === null) throw failure(`job ${id} is not in the dead-letter table`);
       if (options.json) printJson(job);
       else printLine(`job ${id} is pending again, due ${formatInstant(job.runAt)}`);
@@ -62,14 +63,20 @@ export function deadCommand() {
     .command('purge')
     .description('delete parked jobs for good: by id, or parked before a time (one of them is required)')
     .option('--id <ids>', 'purge these ids (repeatable, or comma-separated)', collectJobIds)
-    .option('--before <iso>', 'purge every job parked before this ISO-8601 time', instantFlag)
+    .option(
+      '--before <instant>',
+      'purge every job parked before this instant: RFC 3339 with an offset, or epoch milliseconds',
+      instantText,
+    )
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
       // Refused rather than "purge everything": an empty filter wiping the table is one typo away.
       if (options.id === undefined && options.before === undefined) throw usageError('give --id or --before');
-      const purged = await withDocket(options.db, (docket) =>
-        docket.purgeDeadLetters({ ids: options.id, parkedBefore: options.before }),
+      // Docket's one instant parser, as the library and POST /v1/dead-letters/purge use it.
+      const parkedBefore = options.before === undefined ? undefined : parseInstant('parkedBefore', options.before);
+      const purged = await withDocket(options as StoreFlags, 'write', (docket) =>
+        docket.purgeDeadLetters({ ids: options.id, parkedBefore }),
       );
       if (options.json) printJson({ purged });
       else printLine(`purged ${purged} dead letter${purged === 1 ? '' : 's'}`);

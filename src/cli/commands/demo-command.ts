@@ -7,12 +7,16 @@ import { DEMO_DEFAULT_URL, runDemo } from '../demo/run-demo.js';
 export function demoCommand() {
   return new Command('demo')
     .description(
-      'play the design story live: claims under leases, a worker killed mid-job, a stale completion refused, backoff into the dead-letter table (~30 s; --fast ~10 s)',
+      'play the Docket story live: claims under leases, a worker killed mid-job, a stale completion refused, backoff into the dead-letter table (~30 s; --fast ~10 s)',
     )
-    .option('--db <url>', `store URL (default ${DEMO_DEFAULT_URL}, deleted and recreated each run)`)
+    .option(
+      '--db <url>',
+      `store URL (default ${DEMO_DEFAULT_URL}); a SQLite store is deleted and recreated each run, so only one the demo created is accepted`,
+    )
+    .option('--force', 'use a --db the demo did not create (a SQLite file is deleted!)')
     .option('--fast', 'shorter leases and backoff (1 s lease, retries after 0.5, 1, 2, 4 s)')
     .action(async (options) => {
-      const ok = await runDemo({ db: options.db, fast: options.fast ?? false });
+      const ok = await runDemo({ db: options.db, fast: options.fast ?? false, force: options.force ?? false });
       if (!ok) throw failure('the demo story did not play out as expected (see the checks above)');
     });
 }

@@ -1,8 +1,8 @@
 /** `docket jobs list|show|cancel`: read and cancel jobs through Docket's admin operations. */
 import { Argument, Command } from '@commander-js/extra-typings';
 import { failure } from '../cli-error.js';
-import { databaseOption, jsonOption, withDocket } from '../open-cli-docket.js';
-import { integerFlag, jobIdArgument, statesFlag } from '../option-parsers.js';
+import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
+import { afterFlag, jobIdArgument, limitFlag, statesFlag } from '../option-parsers.js';
 import { formatJob, formatTable, JOB_TABLE_HEADERS, jobRow, printJson, printLine } from '../output.js';
 
 /** Builds the `jobs` command group. */
@@ -15,12 +15,12 @@ export function jobsCommand() {
     .option('--state <states>', 'only these states, comma-separated: pending,running,done,cancelled,dead', statesFlag)
     .option('--queue <name>', 'only this queue')
     .option('--kind <kind>', 'only this kind')
-    .option('--limit <n>', 'at most n jobs (default 100, max 1000)', integerFlag(1, 1000))
-    .option('--after <id>', 'only ids greater than this', jobIdArgument)
+    .option('--limit <n>', 'at most n jobs, 1 to 1000 (default 100)', limitFlag)
+    .option('--after <id>', 'only ids greater than this job id', afterFlag)
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
-      const list = await withDocket(options.db, (docket) =>
+      const list = await withDocket(options as StoreFlags, 'read', (docket) =>
         docket.listJobs({
           states: options.state,
           queue: options.queue,
@@ -41,7 +41,7 @@ export function jobsCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const job = await withDocket(options.db, (docket) => docket.getJob(id));
+      const job = await withDocket(options as StoreFlags, 'read', (docket) => docket.getJob(id));
       if (job === null) throw failure(`job ${id} not found`);
       if (options.json) printJson(job);
       else printLine(formatJob(job));
@@ -54,7 +54,7 @@ export function jobsCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const outcome = await withDocket(options.db, (docket) => docket.cancelJob(id));
+      const outcome = await withDocket(options as StoreFlags, 'write', (docket) => docket.cancelJob(id));
       if (options.json) printJson({ id, outcome });
       if (outcome === 'not_found') throw failure(`job ${id} not found`);
       if (outcome === 'already_finished') throw failure(`job ${id} already finished; nothing to cancel`);

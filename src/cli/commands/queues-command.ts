@@ -3,7 +3,7 @@
  * lost), and resume it, through Docket's admin operations.
  */
 import { Argument, Command } from '@commander-js/extra-typings';
-import { databaseOption, jsonOption, withDocket } from '../open-cli-docket.js';
+import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
 import { formatInstant, formatTable, printJson, printLine } from '../output.js';
 
 const nameArgument = () => new Argument('<name>', 'queue name');
@@ -18,7 +18,7 @@ export function queuesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
-      const { stats, states } = await withDocket(options.db, async (docket) => ({
+      const { stats, states } = await withDocket(options as StoreFlags, 'read', async (docket) => ({
         stats: await docket.queueStats(),
         states: await docket.listQueues(),
       }));
@@ -61,7 +61,7 @@ export function queuesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (name, options) => {
-      const state = await withDocket(options.db, (docket) => docket.pauseQueue(name));
+      const state = await withDocket(options as StoreFlags, 'write', (docket) => docket.pauseQueue(name));
       if (options.json) printJson(state);
       else printLine(`queue ${name} is paused (since ${formatInstant(state.pausedAt)})`);
     });
@@ -73,7 +73,7 @@ export function queuesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (name, options) => {
-      const state = await withDocket(options.db, (docket) => docket.resumeQueue(name));
+      const state = await withDocket(options as StoreFlags, 'write', (docket) => docket.resumeQueue(name));
       if (options.json) printJson(state);
       else printLine(`queue ${name} is active`);
     });

@@ -11,12 +11,13 @@ import { JITTER_MODES, type JitterMode } from '../../schedule/jitter.js';
 import {
   MISFIRE_POLICIES,
   type MisfirePolicyName,
+  normalizeScheduleSpec,
   type Schedule,
   type ScheduleInput,
 } from '../../schedule/schedule.js';
 import { failure, usageError } from '../cli-error.js';
-import { databaseOption, jsonOption, withDocket } from '../open-cli-docket.js';
-import { integerFlag, jsonFlag } from '../option-parsers.js';
+import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
+import { jsonFlag, limitFlag, numberText } from '../option-parsers.js';
 import { formatFields, formatInstant, formatTable, printJson, printLine } from '../output.js';
 
 /** The flags `create` and `update` share, as commander parses them. */
@@ -51,16 +52,16 @@ function withDefinitionFlags<C extends Command<[string], Record<string, unknown>
     .option('--kind <kind>', 'handler kind of each run')
     .option('--payload <json>', 'payload of each run, as JSON text', jsonFlag)
     .option('--queue <name>', 'queue of each run (default: default)')
-    .option('--priority <n>', 'lower runs first (default 0)', integerFlag(-32768, 32767))
-    .option('--max-attempts <n>', 'claims before a run is parked (default 5)', integerFlag(1, 1000))
-    .option('--timeout-ms <n>', 'per-attempt time limit', integerFlag(1))
-    .option('--jitter-ms <n>', 'spread each run over [slot, slot + n) (default 0)', integerFlag(0))
+    .option('--priority <n>', 'lower runs first (default 0)', numberText)
+    .option('--max-attempts <n>', 'claims before a run is parked (default 5)', numberText)
+    .option('--timeout-ms <n>', 'per-attempt time limit', numberText)
+    .option('--jitter-ms <n>', 'spread each run over [slot, slot + n) (default 0)', numberText)
     .addOption(new Option('--jitter-mode <mode>', 'one offset per schedule, or one per slot').choices(JITTER_MODES))
     .addOption(
       new Option('--misfire <policy>', 'missed slots: skip (default), run_once, catch_up').choices(MISFIRE_POLICIES),
     )
-    .option('--catch-up-window-ms <n>', 'catch_up: only slots this recent (default 1 h)', integerFlag(1))
-    .option('--max-catch-up-runs <n>', 'catch_up: at most this many runs (default 10)', integerFlag(1, 1000))
+    .option('--catch-up-window-ms <n>', 'catch_up: only slots this recent (default 1 h)', numberText)
+    .option('--max-catch-up-runs <n>', 'catch_up: at most this many runs (default 10)', numberText)
     .option('--paused', 'store it paused: enqueue nothing until resumed')
     .addOption(databaseOption())
     .addOption(jsonOption());
@@ -75,11 +76,11 @@ function inputOf(schedule: Schedule): ScheduleInput {
     timeZone: schedule.timeZone,
     job: {
       kind: job.kind,
-      payload: JSON.parse(job.payloadJson) as JsonValue,
+      payload: job.payload,
       queue: job.queue,
       priority: job.priority,
       maxAttempts: job.maxAttempts,
-      retry: job.retryPolicy,
+      retry: job.retry,
       ...(job.timeoutMs !== null ? { timeoutMs: job.timeoutMs } : {}),
     },
     jitterMs: schedule.jitterMs,
@@ -151,7 +152,7 @@ function formatSchedule(schedule: Schedule): string {
       ['updated at', formatInstant(schedule.updatedAt)],
     ]),
     '',
-    `payload: ${job.payloadJson}`,
+    `payload: ${JSON.stringify(job.payload)}`,
   ].join('\n');
 }
 
@@ -179,13 +180,15 @@ export function schedulesCommand() {
       .addArgument(idArgument()),
   ).action(async (id, parsed) => {
     const options = parsed as CommandFlags;
-    const schedule = await withDocket(options.db, async (docket) => {
+    if (options.cron === undefined || options.kind === undefined) {
+      throw usageError('schedules create needs --cron and --kind');
+    }
+    const input = mergeFlags({ id, cron: options.cron, job: { kind: options.kind } }, options);
+    // Validated before the store is opened, so a bad definition cannot even create an empty database.
+    normalizeScheduleSpec(input);
+    const schedule = await withDocket(options as StoreFlags, 'create', async (docket) => {
       if ((await docket.getSchedule(id)) !== null)
         throw failure(`schedule ${id} exists; change it with schedules update`);
-      if (options.cron === undefined || options.kind === undefined) {
-        throw usageError('schedules create needs --cron and --kind');
-      }
-      const input = mergeFlags({ id, cron: options.cron, job: { kind: options.kind } }, options);
       return (await docket.schedule(input)).schedule;
     });
     printSchedule(schedule, options.json);
@@ -200,7 +203,7 @@ export function schedulesCommand() {
     .option('--active', 'resume it if paused (same as schedules resume)')
     .action(async (id, parsed) => {
       const options = parsed as CommandFlags & { active?: boolean | undefined };
-      const schedule = await withDocket(options.db, async (docket) => {
+      const schedule = await withDocket(options as StoreFlags, 'write', async (docket) => {
         const input = mergeFlags(inputOf(await mustGet(docket, id)), options);
         if (options.active) input.paused = false;
         return (await docket.schedule(input)).schedule;
@@ -213,13 +216,13 @@ export function schedulesCommand() {
     .description('list schedules by id with their next run times')
     .addOption(new Option('--paused', 'only paused schedules').conflicts('active'))
     .option('--active', 'only active schedules')
-    .option('--limit <n>', 'at most n schedules (default 100, max 1000)', integerFlag(1, 1000))
+    .option('--limit <n>', 'at most n schedules (default 100, max 1000)', limitFlag)
     .option('--after <id>', 'only ids after this one')
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
       const paused = options.paused ? true : options.active ? false : undefined;
-      const list = await withDocket(options.db, (docket) =>
+      const list = await withDocket(options as StoreFlags, 'read', (docket) =>
         docket.listSchedules({ paused, limit: options.limit, afterId: options.after }),
       );
       if (options.json) printJson(list);
@@ -249,7 +252,7 @@ export function schedulesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const schedule = await withDocket(options.db, (docket) => mustGet(docket, id));
+      const schedule = await withDocket(options as StoreFlags, 'read', (docket) => mustGet(docket, id));
       printSchedule(schedule, options.json);
     });
 
@@ -260,7 +263,7 @@ export function schedulesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const schedule = await withDocket(options.db, (docket) => docket.pauseSchedule(id));
+      const schedule = await withDocket(options as StoreFlags, 'write', (docket) => docket.pauseSchedule(id));
       if (schedule === null) throw failure(`no schedule ${id}`);
       if (options.json) printJson(schedule);
       else printLine(`schedule ${id} is paused`);
@@ -273,7 +276,7 @@ export function schedulesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const schedule = await withDocket(options.db, (docket) => docket.resumeSchedule(id));
+      const schedule = await withDocket(options as StoreFlags, 'write', (docket) => docket.resumeSchedule(id));
       if (schedule === null) throw failure(`no schedule ${id}`);
       if (options.json) printJson(schedule);
       else printLine(`schedule ${id} is active, next run at ${formatInstant(schedule.nextRunAt)}`);
@@ -286,7 +289,7 @@ export function schedulesCommand() {
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (id, options) => {
-      const deleted = await withDocket(options.db, (docket) => docket.deleteSchedule(id));
+      const deleted = await withDocket(options as StoreFlags, 'write', (docket) => docket.deleteSchedule(id));
       if (!deleted) throw failure(`no schedule ${id}`);
       if (options.json) printJson({ id, deleted });
       else printLine(`schedule ${id} deleted`);

@@ -1,7 +1,7 @@
 /**
- * The demo's timings. Leases and backoff are scaled down from the design's 30 s lease and
+ * The demo's timings. Leases and backoff are scaled down from the 30 s lease of docs/design.md and
  * 2/4/8/16 s retries so the whole story plays out in about 30 s (about 10 s with `--fast`), while
- * keeping the design's ratios: heartbeat at a quarter of the lease, retries doubling each time.
+ * keeping its ratios: heartbeat at a quarter of the lease, retries doubling each time.
  */
 
 /** Every timing the demo's workers and jobs use. */

@@ -4,6 +4,7 @@
  * can wait for the next step of the story and check the whole story at the end.
  */
 import { performance } from 'node:perf_hooks';
+import { DocketError } from '../../job/errors.js';
 
 /** One thing a worker reported. */
 export interface StoryEvent {
@@ -31,10 +32,9 @@ export interface StoryEvent {
 }
 
 /** Raised when a step of the story did not happen in time; the demo then exits 1. */
-export class StoryError extends Error {
+export class StoryError extends DocketError {
   constructor(message: string) {
-    super(message);
-    this.name = 'StoryError';
+    super('demo_story_failed', message);
   }
 }
 

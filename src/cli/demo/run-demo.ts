@@ -1,5 +1,5 @@
 /**
- * `docket demo`: the design's story, live, with real worker processes on the real store.
+ * `docket demo`: the story of docs/design.md, live, with real worker processes on the real store.
  *
  *   1. Two jobs are submitted, one due now and one a few seconds ahead. Child A (a separate
  *      process) claims each under a lease with fencing token 1; the first job runs longer than one
@@ -17,13 +17,13 @@
  * returns false if any step did not happen, so `docket demo` exits 1.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Docket } from '../../docket.js';
 import type { Job } from '../../job/job.js';
-import { parseStoreUrl } from '../../store/open-store.js';
+import { inspectStore, parseStoreUrl } from '../../store/open-store.js';
 import { usageError } from '../cli-error.js';
 import { schemaFromUrl } from '../open-cli-docket.js';
 import { DEMO_KINDS, DEMO_QUEUES, type DemoQueues, FLAKY_ERROR, registerDemoHandlers } from './demo-handlers.js';
@@ -38,6 +38,8 @@ export const DEMO_DEFAULT_URL = 'sqlite:./docket-demo.db';
 export interface DemoOptions {
   db?: string | undefined;
   fast?: boolean | undefined;
+  /** Use a store the demo did not create (SQLite: delete it; PostgreSQL: add the demo's jobs to it). */
+  force?: boolean | undefined;
   /** Where lines go; stdout by default. */
   write?: ((line: string) => void) | undefined;
 }
@@ -62,8 +64,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
   const settings = demoSettings(options.fast ?? false);
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const url = options.db ?? DEMO_DEFAULT_URL;
-  const { queues, fresh } = prepareDatabase(url);
   const schema = schemaFromUrl(url);
+  const { queues, fresh } = await prepareDemoDatabase(url, options.force ?? false);
   const timeline = new DemoTimeline(write, settings.maxAttempts);
   const children: ChildWorker[] = [];
   const stopOnSignal = () => {
@@ -76,6 +78,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
   printHeader(timeline, url, fresh, settings, queues);
   const docket = await Docket.open({ url, ...(schema ? { schema } : {}) });
   try {
+    // The mark that lets the next run reuse this store without --force: only the demo creates it.
+    await docket.pauseQueue(DEMO_MARKER_QUEUE);
     registerDemoHandlers(docket, settings);
     relayLocalEvents(docket, timeline);
     const checks = await playStory(docket, timeline, settings, queues, url, schema, children);
@@ -96,13 +100,59 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
   }
 }
 
-/** Deletes a SQLite demo file so each run starts empty; other stores get run-unique queue names instead. */
-function prepareDatabase(url: string): { queues: DemoQueues; fresh: boolean } {
+/**
+ * A paused queue the demo creates in every store it sets up (nothing is ever submitted to it). A
+ * store without it was not created by the demo, so the demo refuses it unless told `--force`.
+ */
+export const DEMO_MARKER_QUEUE = 'docket-demo.created-by-docket-demo';
+
+/**
+ * Makes sure the demo may use `url` and prepares it: a store that does not exist yet, or one an
+ * earlier demo run created (it holds {@link DEMO_MARKER_QUEUE}), is used; anything else (a user's
+ * jobs database, a file that is not Docket's) is refused with exit 2 unless `force`. A SQLite
+ * file is then deleted so each run starts empty; a PostgreSQL schema is kept and the run gets
+ * its own queue names. Reads only, until it has decided.
+ */
+export async function prepareDemoDatabase(
+  url: string,
+  force: boolean,
+): Promise<{ queues: DemoQueues; fresh: boolean }> {
   const location = parseStoreUrl(url);
-  if (location.kind === 'sqlite') {
-    if (location.path === ':memory:') {
-      throw usageError('--db: the demo runs several processes on one store; sqlite::memory: cannot be shared');
+  if (location.kind === 'sqlite' && location.path === ':memory:') {
+    throw usageError('--db: the demo runs several processes on one store; sqlite::memory: cannot be shared');
+  }
+  const schema = schemaFromUrl(url);
+  if (!force) {
+    const inspection = await inspectStore(url, { schema, connectTimeoutMs: 5000 }).catch((error: unknown) => {
+      // SQLite answers "file is not a database" for someone else's file: refuse it like any other.
+      if (location.kind === 'sqlite' && existsSync(location.path)) {
+        throw usageError(
+          `--db: ${url} exists and is not a Docket store (${(error as Error).message}); pass another --db, or --force to delete it anyway`,
+        );
+      }
+      throw error;
+    });
+    if (inspection.exists) {
+      const what =
+        location.kind === 'sqlite' ? 'the demo deletes and recreates its store' : 'the demo adds its jobs to it';
+      const refuse = (why: string) =>
+        usageError(
+          `--db: ${url} ${why}; ${what}, so it only reuses a store an earlier \`docket demo\` created. ` +
+            'Pass another --db (a new file or schema), or --force to use this one anyway',
+        );
+      if (!inspection.hasDocketSchema) throw refuse('exists and is not a Docket store');
+      if (inspection.pending.length > 0)
+        throw refuse('is a Docket store the demo did not create (its schema is outdated)');
+      const docket = await Docket.open({ url, ...(schema ? { schema } : {}) });
+      try {
+        const marked = (await docket.listQueues()).some((queue) => queue.name === DEMO_MARKER_QUEUE);
+        if (!marked) throw refuse('is a Docket store the demo did not create');
+      } finally {
+        await docket.close();
+      }
     }
+  }
+  if (location.kind === 'sqlite') {
     for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${location.path}${suffix}`, { force: true });
     return { queues: DEMO_QUEUES, fresh: true };
   }

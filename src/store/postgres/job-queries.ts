@@ -1,25 +1,26 @@
 /**
- * The PostgreSQL store's SQL, one method per Store operation, each headed by purpose, parameters
- * and result. Every method takes the {@link Queryable} to run on: the store passes its pool, and a
- * caller's own client (a transaction) can be passed instead, which is how submit-in-your-transaction
- * and complete-in-the-handler's-transaction plug in later without new SQL.
+ * The PostgreSQL store's job SQL (everything but the claim, which is in claim-queries.ts), one
+ * method per Store operation, each statement headed by purpose, parameters and result. Every
+ * method takes the {@link Queryable} to run on: the store passes its pool, or, for a submit or a
+ * completion in the caller's transaction, the caller's own client (transaction-queries.ts).
  *
- * Time: every due or lease comparison reads `coalesce($now::timestamptz, now())`: a pinned instant
+ * Time: every due or lease comparison reads `coalesce($1::timestamptz, now())`: a pinned instant
  * from tests, else the database clock. Nothing here reads the worker's clock.
  *
- * Rows are converted to {@link Job} in exactly one place ({@link rowToJob}); SQL names are snake_case.
+ * Rows become {@link Job}s in one place (rowToJob in job-row.ts); parameters are checked by the
+ * shared rules in ../store-params.ts before any SQL. SQL names are snake_case.
  */
-import type pg from 'pg';
-import type { AttemptError, ClaimedJob, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import type { Job } from '../../job/job.js';
+import { assertBatchKeysAgree, liveKeyConflict } from '../idempotency.js';
 import type {
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
   DeadLetterPurgeParams,
   DeadLetterRetryParams,
+  DueKindCount,
   FailOutcome,
   JobCancelParams,
-  JobClaimParams,
   JobCompleteManyParams,
   JobFailParams,
   JobHeartbeatManyParams,
@@ -33,155 +34,29 @@ import type {
   ReleaseOutcome,
   SubmitResult,
 } from '../store.js';
+import { afterJobId, listStates, pageSize, queueStatsOf } from '../store-params.js';
+import { JOB_COLUMNS, type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
-
-/** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
-export interface Queryable {
-  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
-}
-
-/** The message recorded when a claim finds a lapsed lease (the conformance suite reads it). */
-export const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped heartbeating (crashed or stalled)';
-
-/** Default and largest page for list operations. */
-/**
- * Exhausted lapsed jobs parked by one claim, whatever its limit: a poison job must not take a
- * claim of 1 and starve healthy jobs, yet a burst of thousands should not make one claim slow.
- */
-const MAX_PARKED_PER_CLAIM = 1000;
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 1000;
-
-/** The NOTIFY channel for a schema's wake-ups: one per schema so test schemas do not wake each other. */
-export function wakeChannel(schemaName: string): string {
-  return `docket.${schemaName}.wake`;
-}
-
-/** The database clock, unless the caller pinned an instant. Always parameter $1. */
-const NOW = 'coalesce($1::timestamptz, now())';
-
-const JOB_COLUMNS = [
-  'id',
-  'kind',
-  'queue',
-  'payload',
-  'priority',
-  'state',
-  'run_at',
-  'lease_until',
-  'lease_owner',
-  'token',
-  'attempts',
-  'max_attempts',
-  'retry_policy',
-  'errors',
-  'idempotency_key',
-  'timeout_ms',
-  'schedule_id',
-  'schedule_slot',
-  'created_at',
-  'finished_at',
-] as const;
-
-/** A jobs or dead_jobs row as pg returns it (int8 as string, timestamptz as Date, jsonb parsed). */
-interface JobRow {
-  id: string;
-  kind: string;
-  queue: string;
-  payload: JsonValue;
-  priority: number;
-  state: JobState;
-  run_at: Date;
-  lease_until: Date | null;
-  lease_owner: string | null;
-  token: number;
-  attempts: number;
-  max_attempts: number;
-  retry_policy: RetryPolicy;
-  errors: StoredAttemptError[];
-  idempotency_key: string | null;
-  timeout_ms: number | null;
-  schedule_id: string | null;
-  schedule_slot: Date | null;
-  created_at: Date;
-  finished_at: Date | null;
-}
-
-/** An errors entry as stored in jsonb: `at` is an ISO-8601 string. */
-interface StoredAttemptError {
-  attempt: number;
-  at: string;
-  message: string;
-  kind: AttemptError['kind'];
-  detail?: string;
-}
-
-/** Converts a row to a {@link Job}: the one place snake_case becomes camelCase. */
-export function rowToJob(row: JobRow): Job {
-  return {
-    id: String(row.id),
-    kind: row.kind,
-    queue: row.queue,
-    payload: row.payload,
-    priority: row.priority,
-    state: row.state,
-    runAt: row.run_at,
-    leaseUntil: row.lease_until,
-    leaseOwner: row.lease_owner,
-    token: row.token,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    retryPolicy: row.retry_policy,
-    errors: row.errors.map((entry) => {
-      const error: AttemptError = {
-        attempt: entry.attempt,
-        at: new Date(entry.at),
-        message: entry.message,
-        kind: entry.kind,
-      };
-      if (entry.detail !== undefined) error.detail = entry.detail;
-      return error;
-    }),
-    idempotencyKey: row.idempotency_key,
-    timeoutMs: row.timeout_ms,
-    scheduleId: row.schedule_id,
-    scheduleSlot: row.schedule_slot,
-    createdAt: row.created_at,
-    finishedAt: row.finished_at,
-  };
-}
-
-/**
- * Parses a job id for SQL: a decimal bigint. Anything else cannot name a job, so callers answer
- * not-found/stale instead of letting PostgreSQL raise "invalid input syntax for type bigint".
- */
-export function parseJobId(id: string): string | null {
-  if (typeof id !== 'string' || !/^[0-9]{1,19}$/.test(id)) return null;
-  return BigInt(id) <= 9223372036854775807n ? id : null;
-}
-
-function pageSize(limit: number | undefined): number {
-  if (limit === undefined) return DEFAULT_PAGE;
-  return Math.max(0, Math.min(MAX_PAGE, Math.floor(limit)));
-}
-
-function pinned(now: Date | undefined): Date | null {
-  return now ?? null;
-}
+import {
+  epochMsText,
+  errorEntry,
+  intervalMs,
+  kindAllowed,
+  NOW,
+  parkInsert,
+  pendingTriplesCte,
+  pinned,
+  type Queryable,
+  queueNotPaused,
+  wakeChannel,
+} from './sql-fragments.js';
 
 /** The SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresJobQueries {
-  private readonly jobs: string;
-  private readonly dead: string;
-  private readonly channel: string;
   private readonly sql: ReturnType<typeof buildSql>;
 
   constructor(schemaName: string) {
-    const s = quoteIdentifier(schemaName);
-    this.jobs = `${s}.jobs`;
-    this.dead = `${s}.dead_jobs`;
-    this.channel = wakeChannel(schemaName);
-    this.sql = buildSql(s, this.channel);
+    this.sql = buildSql(quoteIdentifier(schemaName), wakeChannel(schemaName));
   }
 
   /** The database's current time. */
@@ -195,10 +70,17 @@ export class PostgresJobQueries {
    * after this statement's snapshot come back with no id (ON CONFLICT saw the row, the lookup
    * could not); those specs alone are submitted again, which is safe because nothing of theirs
    * was written.
+   *
+   * Idempotency conflicts (a live job of the same queue and kind holds the key with another
+   * payload) throw {@link IdempotencyConflictError}. A single job's conflict wrote nothing (ON
+   * CONFLICT DO NOTHING); a batch's other rows may have been written, so a batch with keys must
+   * run inside a transaction (or savepoint) that the caller rolls back on the throw
+   * ({@link PostgresStore.jobSubmit} does).
    */
   async submit(db: Queryable, params: JobSubmitParams, wakeHorizonMs: number): Promise<SubmitResult[]> {
     const jobs = params.jobs;
     if (jobs.length === 0) return [];
+    assertBatchKeysAgree(jobs);
     const results: (SubmitResult | undefined)[] = new Array(jobs.length);
     let pending = jobs.map((_, index) => index);
     for (let round = 0; pending.length > 0; round++) {
@@ -230,6 +112,7 @@ export class PostgresJobQueries {
         if (row.inserted_id !== null) {
           results[index] = { id: row.inserted_id, created: row.is_first, runAt: row.inserted_run_at! };
         } else if (row.live_id !== null) {
+          if (row.live_same_payload !== true) throw liveKeyConflict(jobs[index]!, index, jobs.length, row.live_id);
           results[index] = { id: row.live_id, created: false, runAt: row.live_run_at! };
         } else {
           missing.push(index);
@@ -240,56 +123,11 @@ export class PostgresJobQueries {
     return results as SubmitResult[];
   }
 
-  /**
-   * The one-statement claim: leases up to `limit` claimable jobs (lapsed leases at maxAttempts are
-   * parked instead), unless a recurring run is among them, in which case it claims nothing and
-   * answers `needsTransaction` (the caller then claims with {@link claimInTransaction}).
-   * The store's claim path.
-   */
-  async claimOrDefer(
-    db: Queryable,
-    params: JobClaimParams,
-  ): Promise<{ jobs: ClaimedJob[]; needsTransaction: boolean }> {
-    if (params.limit <= 0) return { jobs: [], needsTransaction: false };
-    const result = await db.query<JobRow & { needs_transaction: boolean | null }>(
-      this.sql.claim,
-      this.claimParams(params),
-    );
-    const needsTransaction = result.rows[0]?.needs_transaction === true;
-    const jobs = result.rows.filter((row) => row.id !== null).map((row) => rowToJob(row) as ClaimedJob);
-    return { jobs, needsTransaction };
-  }
-
-  /**
-   * {@link claimOrDefer} without the flag: one-off jobs only. It claims nothing when a recurring
-   * run is among the candidates, so stores call claimOrDefer; this remains for tests of the SQL.
-   */
-  async claim(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
-    return (await this.claimOrDefer(db, params)).jobs;
-  }
-
-  /** The claim inside the caller's transaction, recurring runs included; the caller plans their schedules. */
-  async claimInTransaction(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
-    if (params.limit <= 0) return [];
-    const result = await db.query<JobRow>(this.sql.claimInTransaction, this.claimParams(params));
-    return result.rows.map((row) => rowToJob(row) as ClaimedJob);
-  }
-
-  private claimParams(params: JobClaimParams): unknown[] {
-    return [
-      pinned(params.now),
-      params.owner,
-      Math.floor(params.limit),
-      params.leaseMs,
-      params.queues ? [...params.queues] : null,
-    ];
-  }
-
   /** Extends each lease still held; null for a stale token or a lease that already lapsed. */
   async heartbeatMany(db: Queryable, params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
     const out: (Date | null)[] = params.leases.map(() => null);
     const valid = params.leases.flatMap((lease, index) => {
-      const id = parseJobId(lease.id);
+      const id = sqlJobId(lease.id);
       return id === null ? [] : [{ id, token: lease.token, index }];
     });
     if (valid.length === 0) return out;
@@ -307,7 +145,7 @@ export class PostgresJobQueries {
   async completeMany(db: Queryable, params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
     const out: CompleteOutcome[] = params.leases.map(() => 'stale');
     const valid = params.leases.flatMap((lease, index) => {
-      const id = parseJobId(lease.id);
+      const id = sqlJobId(lease.id);
       return id === null ? [] : [{ id, token: lease.token, index }];
     });
     if (valid.length === 0) return out;
@@ -322,7 +160,7 @@ export class PostgresJobQueries {
 
   /** Records the attempt's error and applies the caller's decision (retry or park). */
   async fail(db: Queryable, params: JobFailParams): Promise<FailOutcome> {
-    const id = parseJobId(params.id);
+    const id = sqlJobId(params.id);
     if (id === null) return { outcome: 'stale' };
     const errorParams = [params.error.message, params.error.kind, params.error.detail ?? null];
     if (params.decision.kind === 'retry') {
@@ -342,7 +180,7 @@ export class PostgresJobQueries {
 
   /** Gives a lease back: due at once, attempt not counted; wakes listeners. */
   async release(db: Queryable, params: JobReleaseParams): Promise<ReleaseOutcome> {
-    const id = parseJobId(params.id);
+    const id = sqlJobId(params.id);
     if (id === null) return 'stale';
     const result = await db.query<{ released: string }>(this.sql.release, [id, params.token]);
     return Number(result.rows[0]!.released) === 1 ? 'released' : 'stale';
@@ -356,7 +194,7 @@ export class PostgresJobQueries {
 
   /** Cancels a live job. */
   async cancel(db: Queryable, params: JobCancelParams): Promise<CancelOutcome> {
-    const id = parseJobId(params.id);
+    const id = sqlJobId(params.id);
     if (id === null) return 'not_found';
     const result = await db.query<{ cancelled: string; known: boolean }>(this.sql.cancel, [pinned(params.now), id]);
     const row = result.rows[0]!;
@@ -366,7 +204,7 @@ export class PostgresJobQueries {
 
   /** One job from either table. */
   async get(db: Queryable, idText: string): Promise<Job | null> {
-    const id = parseJobId(idText);
+    const id = sqlJobId(idText);
     if (id === null) return null;
     const result = await db.query<JobRow>(this.sql.get, [id]);
     const row = result.rows[0];
@@ -376,14 +214,10 @@ export class PostgresJobQueries {
   /** A page of jobs ordered by id; `dead` in states reads the dead-letter table. */
   async list(db: Queryable, params: JobListParams): Promise<Job[]> {
     const limit = pageSize(params.limit);
-    if (limit === 0) return [];
-    let afterId: string | null = null;
-    if (params.afterId !== undefined) {
-      afterId = parseJobId(params.afterId);
-      if (afterId === null) return [];
-    }
+    const afterId = params.afterId === undefined ? null : String(afterJobId(params.afterId));
+    const states = params.states === undefined ? null : listStates(params.states);
     const result = await db.query<JobRow>(this.sql.list, [
-      params.states ? [...params.states] : null,
+      states,
       params.queue ?? null,
       params.kind ?? null,
       afterId,
@@ -400,9 +234,12 @@ export class PostgresJobQueries {
 
   /** The earliest instant a live job becomes claimable, never before now; null when none is live. */
   async nextRunAt(db: Queryable, params: NextRunAtParams): Promise<Date | null> {
+    if (params.kinds !== undefined && params.kinds.length === 0) return null;
     const result = await db.query<{ next_run_at: Date | null }>(this.sql.nextRunAt, [
       pinned(params.now),
       params.queues ? [...params.queues] : null,
+      params.kinds ? [...params.kinds] : null,
+      params.excludeKinds ? [...params.excludeKinds] : [],
     ]);
     return result.rows[0]?.next_run_at ?? null;
   }
@@ -414,7 +251,7 @@ export class PostgresJobQueries {
 
   /** Moves a parked job back to pending, due now, with fresh attempts; wakes listeners. */
   async deadLetterRetry(db: Queryable, params: DeadLetterRetryParams): Promise<Job | null> {
-    const id = parseJobId(params.id);
+    const id = sqlJobId(params.id);
     if (id === null) return null;
     const result = await db.query<JobRow>(this.sql.deadLetterRetry, [pinned(params.now), id]);
     const row = result.rows[0];
@@ -423,7 +260,7 @@ export class PostgresJobQueries {
 
   /** Deletes parked jobs by id and/or by park time. */
   async deadLetterPurge(db: Queryable, params: DeadLetterPurgeParams): Promise<number> {
-    const ids = params.ids?.flatMap((id) => parseJobId(id) ?? []) ?? null;
+    const ids = params.ids?.flatMap((id) => sqlJobId(id) ?? []) ?? null;
     const hasIds = ids !== null && ids.length > 0;
     if (!hasIds && params.parkedBefore === undefined) return 0;
     const result = await db.query(this.sql.deadLetterPurge, [hasIds ? ids : null, params.parkedBefore ?? null]);
@@ -433,31 +270,17 @@ export class PostgresJobQueries {
   /** Counts by queue and state. */
   async queueStats(db: Queryable, now: Date | undefined): Promise<QueueStats[]> {
     const result = await db.query<
-      Record<keyof Omit<QueueStats, 'queue' | 'paused'>, string> & { queue: string; paused: boolean }
+      Record<keyof Omit<QueueStats, 'queue' | 'paused' | 'unhandled'>, string> & { queue: string; paused: boolean }
     >(this.sql.queueStats, [pinned(now)]);
-    return result.rows.map((row) => {
-      const stats: QueueStats = {
-        queue: row.queue,
-        scheduled: Number(row.scheduled),
-        available: Number(row.available),
-        running: Number(row.running),
-        done: Number(row.done),
-        cancelled: Number(row.cancelled),
-        dead: Number(row.dead),
-      };
-      if (row.paused) stats.paused = true;
-      return stats;
-    });
+    return result.rows.map((row) => queueStatsOf(row, row.paused));
   }
 
-  /** The SQL of the claim, for EXPLAIN in tests (parameters as {@link claim} passes them). */
-  get claimSql(): string {
-    return this.sql.claim;
-  }
-
-  /** The SQL of the in-transaction claim, for EXPLAIN in tests (same parameters). */
-  get claimInTransactionSql(): string {
-    return this.sql.claimInTransaction;
+  /** Available jobs (due pending, lapsed running) by queue and kind, paused queues left out. */
+  async dueCountsByKind(db: Queryable, now: Date | undefined): Promise<DueKindCount[]> {
+    const result = await db.query<{ queue: string; kind: string; count: string }>(this.sql.dueCountsByKind, [
+      pinned(now),
+    ]);
+    return result.rows.map((row) => ({ queue: row.queue, kind: row.kind, count: Number(row.count) }));
   }
 
   /** The SQL of next-run-at, for EXPLAIN in tests. */
@@ -473,137 +296,17 @@ interface SubmitRow {
   inserted_run_at: Date | null;
   live_id: string | null;
   live_run_at: Date | null;
-}
-
-/** `j.<column>` for every job column, comma-separated. */
-function columnsOf(alias: string): string {
-  return JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
-}
-
-/** The errors entry an attempt leaves: `{attempt, at, message, kind, detail?}` with `at` by the database clock. */
-function errorEntry(attempt: string, message: string, kind: string, detail: string): string {
-  return `jsonb_strip_nulls(jsonb_build_object('attempt', ${attempt}, 'at', ${NOW}, 'message', ${message}, 'kind', ${kind}, 'detail', ${detail}))`;
-}
-
-/** Epoch milliseconds of a timestamptz, as text: the tiny NOTIFY payload. */
-function epochMsText(expression: string): string {
-  return `floor(extract(epoch FROM ${expression}) * 1000)::bigint::text`;
-}
-
-/**
- * Distinct (queue, priority) pairs among pending jobs, found by a loose index scan on
- * jobs_pending_claim_idx: each step is one index probe for the next pair, so the cost is the
- * number of pairs, not the number of rows. `queues` is the text[] parameter (NULL = all queues).
- */
-function pendingPairsCte(jobs: string, queues: string): string {
-  return `pairs(queue, priority) AS (
-      (SELECT j.queue, j.priority FROM ${jobs} j
-        WHERE j.state = 'pending' AND (${queues}::text[] IS NULL OR j.queue = ANY(${queues}::text[]))
-        ORDER BY j.queue, j.priority LIMIT 1)
-      UNION ALL
-      SELECT n.queue, n.priority FROM pairs p CROSS JOIN LATERAL (
-        SELECT j.queue, j.priority FROM ${jobs} j
-        WHERE j.state = 'pending' AND (j.queue, j.priority) > (p.queue, p.priority)
-          AND (${queues}::text[] IS NULL OR j.queue = ANY(${queues}::text[]))
-        ORDER BY j.queue, j.priority LIMIT 1) n
-    )`;
-}
-
-/** The INSERT that parks rows from `source` into dead_jobs with `errors` as their errors array. */
-function parkInsert(dead: string, source: string, errors: string): string {
-  return `INSERT INTO ${dead} (${JOB_COLUMNS.join(', ')}, parked_at)
-      SELECT m.id, m.kind, m.queue, m.payload, m.priority, 'dead', m.run_at, NULL, m.lease_owner, m.token,
-             m.attempts, m.max_attempts, m.retry_policy, ${errors}, m.idempotency_key, m.timeout_ms,
-             m.schedule_id, m.schedule_slot, m.created_at, ${NOW}, ${NOW}
-      FROM ${source} m`;
+  live_same_payload: boolean | null;
 }
 
 function buildSql(s: string, channel: string) {
   const jobs = `${s}.jobs`;
   const dead = `${s}.dead_jobs`;
   const live = `('pending', 'running')`;
-  const ms = (param: string) => `(${param}::double precision * interval '1 millisecond')`;
+  const ms = intervalMs;
   const channelLiteral = `'${channel.replace(/'/g, "''")}'`;
   const queues = `${s}.queues`;
-  /** True unless `queue` (an SQL expression) is paused: one probe of the tiny queues table. */
-  const notPaused = (queue: string) => `NOT EXISTS (SELECT 1 FROM ${queues} pq WHERE pq.name = ${queue} AND pq.paused)`;
-
-  /** The claim statement; `fast` refuses (claims nothing) when a recurring run is among the chosen. */
-  function claimStatement(mode: 'fast' | 'transaction'): string {
-    const result =
-      mode === 'fast'
-        ? `SELECT cl.*, b.needs_transaction
-      FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
-      ORDER BY cl.priority, cl.run_at, cl.id`
-        : 'SELECT * FROM claimed ORDER BY priority, run_at, id';
-    return `
-      WITH RECURSIVE ${pendingPairsCte(jobs, '$5')},
-      due AS (
-        SELECT c.id, c.priority, c.run_at, c.schedule_id, false AS lapsed
-        FROM pairs p CROSS JOIN LATERAL (
-          SELECT j.id, j.priority, j.run_at, j.schedule_id FROM ${jobs} j
-          WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.priority
-            AND j.run_at <= ${NOW}
-          ORDER BY j.run_at, j.id
-          LIMIT $3
-          FOR UPDATE SKIP LOCKED
-        ) c
-        WHERE ${notPaused('p.queue')}
-      ),
-      lapsed AS (
-        SELECT j.id, j.priority, j.run_at, j.schedule_id, true AS lapsed FROM ${jobs} j
-        WHERE j.state = 'running' AND j.lease_until <= ${NOW} AND j.attempts < j.max_attempts
-          AND ($5::text[] IS NULL OR j.queue = ANY($5::text[])) AND ${notPaused('j.queue')}
-        ORDER BY j.priority, j.run_at, j.id
-        LIMIT $3
-        FOR UPDATE SKIP LOCKED
-      ),
-      chosen AS (
-        SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) candidates
-        ORDER BY priority, run_at, id LIMIT $3
-      ),
-      scheduled AS (SELECT 1 FROM chosen WHERE schedule_id IS NOT NULL LIMIT 1),
-      exhausted AS (
-        DELETE FROM ${jobs} j
-        WHERE j.id IN (
-          SELECT x.id FROM ${jobs} x
-          WHERE x.state = 'running' AND x.lease_until <= ${NOW} AND x.attempts >= x.max_attempts
-            AND ($5::text[] IS NULL OR x.queue = ANY($5::text[])) AND ${notPaused('x.queue')}
-          ORDER BY x.lease_until
-          LIMIT greatest($3, ${MAX_PARKED_PER_CLAIM})
-          FOR UPDATE SKIP LOCKED
-        )
-        RETURNING j.*
-      ),
-      parked AS (
-        ${parkInsert(
-          dead,
-          'exhausted',
-          `m.errors || jsonb_build_array(${errorEntry(
-            'm.attempts',
-            `'${LEASE_EXPIRED_MESSAGE}; parked after ' || m.attempts || ' attempts'`,
-            `'lease_expired'`,
-            'NULL::text',
-          )})`,
-        )}
-        RETURNING id
-      ),
-      claimed AS (
-        UPDATE ${jobs} j
-        SET state = 'running',
-            lease_until = ${NOW} + ${ms('$4')},
-            lease_owner = $2,
-            token = j.token + 1,
-            attempts = j.attempts + 1,
-            errors = CASE WHEN c.lapsed
-                          THEN j.errors || jsonb_build_array(${errorEntry('j.attempts', `'${LEASE_EXPIRED_MESSAGE}'`, `'lease_expired'`, 'NULL::text')})
-                          ELSE j.errors END
-        FROM chosen c
-        WHERE j.id = c.id${mode === 'fast' ? ' AND NOT EXISTS (SELECT 1 FROM scheduled)' : ''}
-        RETURNING ${columnsOf('j')}
-      )
-      ${result}`;
-  }
+  const notPaused = (queue: string) => queueNotPaused(queues, queue);
 
   return {
     /**
@@ -612,12 +315,16 @@ function buildSql(s: string, channel: string) {
      *   (NULL = now + delay), $7 delay_ms[], $8 max_attempts[], $9 retry_policy json text[],
      *   $10 timeout_ms[], $11 idempotency_key[], $12 schedule_id[], $13 schedule_slot[],
      *   $14 wake horizon ms.
-     * Result: one row per input, in input order: ord, is_first (not a repeat of an earlier key in
-     *   the batch), inserted_id/inserted_run_at when written, live_id/live_run_at when the key
-     *   matched a live job; all four NULL when that job committed after this statement's snapshot.
+     * Result: one row per input, in input order: ord, is_first (not a repeat of an earlier
+     *   (queue, kind, key) in the batch), inserted_id/inserted_run_at when written,
+     *   live_id/live_run_at/live_same_payload when the key matched a live job of the same queue and
+     *   kind (same_payload: jsonb equality, so key order does not matter); all NULL when that job
+     *   committed after this statement's snapshot.
      * Ids are drawn from the sequence up front so each returned id maps to its input row without
-     * relying on RETURNING order. A key already held by a live job writes nothing (ON CONFLICT on
-     * the live-only unique index, which also waits out a concurrent insert of the same key).
+     * relying on RETURNING order. A key already held by a live job of the same queue and kind
+     * writes nothing (ON CONFLICT on the live-only unique index on (queue, kind, key), which also
+     * waits out a concurrent insert of the same key). Whether an answered repeat's payload differs
+     * is reported, not acted on: the caller refuses it (and rolls back a batch).
      * Wake-up: at most one NOTIFY per statement (commits of notifying transactions serialise on a
      * global lock, so one per row would cap submits near 1,000/s), and only when some new job is
      * due within the horizon; the payload is the earliest run_at in epoch ms.
@@ -626,7 +333,7 @@ function buildSql(s: string, channel: string) {
       WITH input AS MATERIALIZED (
         SELECT i.*,
                CASE WHEN i.idempotency_key IS NULL THEN i.ord
-                    ELSE min(i.ord) OVER (PARTITION BY i.idempotency_key) END AS first_ord
+                    ELSE min(i.ord) OVER (PARTITION BY i.queue, i.kind, i.idempotency_key) END AS first_ord
         FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::bigint[],
                     $8::int[], $9::text[], $10::int[], $11::text[], $12::text[], $13::timestamptz[])
           WITH ORDINALITY AS i(kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy,
@@ -643,7 +350,7 @@ function buildSql(s: string, channel: string) {
                f.retry_policy::jsonb, '[]'::jsonb, f.idempotency_key, f.timeout_ms, f.schedule_id, f.schedule_slot,
                ${NOW}
         FROM fresh f ORDER BY f.ord
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ${live} DO NOTHING
+        ON CONFLICT (queue, kind, idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ${live} DO NOTHING
         RETURNING id, run_at
       ),
       wake AS (
@@ -652,50 +359,19 @@ function buildSql(s: string, channel: string) {
       )
       SELECT i.ord, i.ord = i.first_ord AS is_first,
              ins.id AS inserted_id, ins.run_at AS inserted_run_at,
-             l.id AS live_id, l.run_at AS live_run_at,
+             l.id AS live_id, l.run_at AS live_run_at, l.same_payload AS live_same_payload,
              (SELECT count(*) FROM wake) AS woke
       FROM input i
       LEFT JOIN fresh f ON f.ord = i.first_ord
       LEFT JOIN inserted ins ON ins.id = f.new_id
       LEFT JOIN LATERAL (
-        SELECT j.id, j.run_at FROM ${jobs} j
+        SELECT j.id, j.run_at, j.payload = i.payload::jsonb AS same_payload FROM ${jobs} j
         WHERE ins.id IS NULL AND i.idempotency_key IS NOT NULL
-          AND j.idempotency_key = i.idempotency_key AND j.state IN ${live}
+          AND j.queue = i.queue AND j.kind = i.kind AND j.idempotency_key = i.idempotency_key
+          AND j.state IN ${live}
         LIMIT 1
       ) l ON true
       ORDER BY i.ord`,
-
-    /**
-     * claim: leases up to $3 claimable jobs in one statement; no lock outlives it.
-     * Params: $1 now?, $2 owner, $3 limit, $4 lease ms, $5 queues text[] (NULL = all).
-     * Result: the claimed rows after the update (state running, new token and attempts), ordered
-     *   by priority, run_at, id, each with `needs_transaction` false; or, when a chosen candidate
-     *   is a recurring run, no claim at all and one all-NULL row with `needs_transaction` true.
-     * Plan: (1) loose index scan for the distinct (queue, priority) pairs of pending jobs, less
-     * the paused queues (filtered per pair, so a paused queue's backlog is never walked);
-     * (2) per pair, a bounded range scan `run_at <= now` in (run_at, id) order on the same index,
-     * LIMIT $3, FOR UPDATE SKIP LOCKED, so future-dated rows are never read and rows another
-     * claimer holds are skipped, not waited on; (3) lapsed leases from the small running index
-     * (`lease_until <= now`); (4) the best $3 of those candidates by (priority, run_at, id).
-     * A lapsed candidate gets a lease_expired errors entry. Lapsed jobs whose attempts already
-     * reached max_attempts (all of them, up to MAX_PARKED_PER_CLAIM per claim, whatever $3) are
-     * moved to dead_jobs instead of being handed out,
-     * outside the limit: a poison job that kills its workers must not use up a claim of 1 and
-     * starve the healthy jobs behind it.
-     * Candidates beyond the final $3 stay locked only until this statement commits.
-     * Recurring runs: claiming one must insert the schedule's next run in the same transaction,
-     * which a single statement cannot plan (the policy is TypeScript). So this fast form claims
-     * nothing when any chosen candidate has a schedule_id, and says so; the caller then runs
-     * {@link claimInTransaction}. One-off jobs, the bulk of the traffic, stay one round trip.
-     */
-    claim: claimStatement('fast'),
-
-    /**
-     * claimInTransaction: the same claim for use inside BEGIN … COMMIT, recurring runs included;
-     * the caller plans their schedules before committing.
-     * Params: as claim. Result: the claimed rows, ordered by priority, run_at, id.
-     */
-    claimInTransaction: claimStatement('transaction'),
 
     /**
      * heartbeatMany: extends each lease that is still ours and still live.
@@ -833,30 +509,33 @@ function buildSql(s: string, channel: string) {
     /**
      * nextRunAt: the earliest instant a live job becomes claimable, clamped to now. Paused
      * queues are left out: their due jobs would otherwise wake a sleeping worker in a busy loop.
-     * Params: $1 now?, $2 queues text[] (NULL = all).
+     * Foreign kinds are left out too: a job no handler of this worker can run must not wake it.
+     * Params: $1 now?, $2 queues text[] (NULL = all), $3 kinds text[] (NULL = all), $4 excluded
+     *   kinds text[] (empty = none).
      * Result: next_run_at, NULL when no live job exists. Index lookups only: one probe per
-     *   (queue, priority) pair for pending jobs (loose scan), and the head of the running index.
+     *   (queue, kind, priority) triple for pending jobs (loose scan), one more per allowed triple,
+     *   and the head of the running index.
      */
     nextRunAt: `
-      WITH RECURSIVE ${pendingPairsCte(jobs, '$2')},
+      WITH RECURSIVE ${pendingTriplesCte(jobs, '$2')},
       earliest AS MATERIALIZED (
         SELECT least(
-          (SELECT min(e.run_at) FROM pairs p CROSS JOIN LATERAL (
+          (SELECT min(e.run_at) FROM triples p CROSS JOIN LATERAL (
              SELECT j.run_at FROM ${jobs} j
-             WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.priority
+             WHERE j.state = 'pending' AND j.queue = p.queue AND j.kind = p.kind AND j.priority = p.priority
              ORDER BY j.run_at LIMIT 1) e
-           WHERE ${notPaused('p.queue')}),
+           WHERE ${kindAllowed('p.kind', '$3', '$4')} AND ${notPaused('p.queue')}),
           (SELECT min(j.lease_until) FROM ${jobs} j
              WHERE j.state = 'running' AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
-               AND ${notPaused('j.queue')})
+               AND ${kindAllowed('j.kind', '$3', '$4')} AND ${notPaused('j.queue')})
         ) AS at
       )
       SELECT CASE WHEN at IS NULL THEN NULL ELSE greatest(at, ${NOW}) END AS next_run_at FROM earliest`,
 
     /**
      * deadLetterRetry: moves a parked job back to jobs as pending, due now, attempts 0; id,
-     * token and errors kept. Its idempotency key is dropped if a live job took it meanwhile
-     * (the unique index would otherwise refuse the move); likewise a recurring run drops its
+     * token and errors kept. Its idempotency key is dropped if a live job of the same queue and
+     * kind took it meanwhile (the unique index would otherwise refuse the move); likewise a recurring run drops its
      * schedule_slot (keeping schedule_id) when another job holds that (schedule, slot). Wakes listeners.
      * Params: $1 now?, $2 id.
      * Result: the job row as now stored, or no row when the id is not parked.
@@ -870,7 +549,8 @@ function buildSql(s: string, channel: string) {
         SELECT m.id, m.kind, m.queue, m.payload, m.priority, 'pending', ${NOW}, NULL, m.lease_owner, m.token,
                0, m.max_attempts, m.retry_policy, m.errors,
                CASE WHEN EXISTS (SELECT 1 FROM ${jobs} o
-                                 WHERE o.idempotency_key = m.idempotency_key AND o.state IN ${live})
+                                 WHERE o.queue = m.queue AND o.kind = m.kind
+                                   AND o.idempotency_key = m.idempotency_key AND o.state IN ${live})
                     THEN NULL ELSE m.idempotency_key END,
                m.timeout_ms, m.schedule_id,
                CASE WHEN EXISTS (SELECT 1 FROM ${jobs} o
@@ -894,6 +574,32 @@ function buildSql(s: string, channel: string) {
       DELETE FROM ${dead}
       WHERE ($1::bigint[] IS NOT NULL AND id = ANY($1::bigint[]))
          OR ($2::timestamptz IS NOT NULL AND parked_at < $2::timestamptz)`,
+
+    /**
+     * dueCountsByKind: available jobs by queue and kind, paused queues left out: pending with
+     * run_at <= now, plus running with a lapsed lease (due again, as queueStats' `available`).
+     * Params: $1 now?.
+     * Result: queue, kind, count (> 0), ordered by queue, kind (bytewise, as SQLite).
+     * Plan: one pass over the pending rows (the planner picks the pending index or the table),
+     *   plus the small running index for lapsed leases. Not the claim's triple walk: a count per
+     *   triple is a range as large as the backlog, and with a stale visibility map PostgreSQL
+     *   answers each with a table scan, so a walk would cost one table scan per triple, where
+     *   this costs one at most (queueStats already reads the whole table). The SQLite twin counts
+     *   per triple, its planner always taking the covering index range.
+     */
+    dueCountsByKind: `
+      WITH counts AS (
+        SELECT j.queue, j.kind, count(*) AS n FROM ${jobs} j
+        WHERE j.state = 'pending' AND j.run_at <= ${NOW}
+        GROUP BY j.queue, j.kind
+        UNION ALL
+        SELECT j.queue, j.kind, count(*) FROM ${jobs} j
+        WHERE j.state = 'running' AND j.lease_until <= ${NOW}
+        GROUP BY j.queue, j.kind
+      )
+      SELECT c.queue, c.kind, sum(c.n) AS count FROM counts c
+      WHERE ${notPaused('c.queue')}
+      GROUP BY c.queue, c.kind ORDER BY c.queue COLLATE "C", c.kind COLLATE "C"`,
 
     /**
      * queueStats: counts by queue; scheduled/available/running are judged at now.

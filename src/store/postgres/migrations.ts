@@ -8,6 +8,7 @@
  * A migration, once shipped, never changes; new behaviour means a new number.
  */
 import type pg from 'pg';
+import { type ConnectionHealth, inClientTransaction, isTransientConnectionError } from './checked-out-client.js';
 
 /** One numbered schema change; `sql` receives the already-quoted schema identifier. */
 export interface PostgresMigration {
@@ -25,17 +26,27 @@ export interface PostgresMigration {
  * both and are never reused (the identity sequence only moves forward).
  *
  * Indexes, each sized for the query that needs it:
- * - `jobs_pending_claim_idx (queue, priority, run_at, id) WHERE state = 'pending'`: the claim
- *   walks distinct (queue, priority) pairs with a loose index scan, then reads each pair's due
- *   rows as a bounded range `run_at <= now` in claim order. Future-dated rows are never visited.
+ * - `jobs_pending_claim_idx (queue, priority, run_at, id) WHERE state = 'pending'` (replaced in
+ *   version 3 by one with `kind` after `queue`): the claim walks distinct (queue, priority) pairs
+ *   with a loose index scan, then reads each pair's due rows as a bounded range `run_at <= now`
+ *   in claim order. Future-dated rows are never visited.
  * - `jobs_running_lease_idx (lease_until) WHERE state = 'running'`: lapsed leases are the range
  *   `lease_until <= now`; only crashed or stalled workers' jobs live there, so it stays small.
- * - `jobs_idempotency_key_idx`: unique among live jobs only, so a finished job frees its key.
+ * - `jobs_idempotency_key_idx`: unique among live jobs only, so a finished job frees its key
+ *   (scoped per queue and kind in version 3).
  * - `jobs_schedule_slot_idx`: at most one job per (schedule, slot) for recurring schedules.
  * - `jobs_finished_idx`: pruning old done/cancelled records without a full scan.
  *
  * Version 2 adds `schedules` (one row per recurring schedule, with its progress) and `queues`
  * (pause state per queue name; a queue without a row is not paused).
+ *
+ * Version 3 (kind-aware claims, docs/decisions/0006-kind-aware-claims.md) replaces the claim
+ * index by `jobs_pending_kind_claim_idx (queue, kind, priority, run_at, id) WHERE state =
+ * 'pending'`: the claim walks distinct (queue, kind, priority) triples and filters them by the
+ * worker's kinds before any row is read. It scopes idempotency keys per (queue, kind):
+ * `jobs_idempotency_scope_idx (queue, kind, idempotency_key)`, unique among live jobs (the old
+ * index was stricter, so existing rows always satisfy the new one). And it adds `workers`, the
+ * live worker registry (one row per worker process, expiring unless refreshed).
  */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
@@ -141,6 +152,40 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'kind-aware claim index, idempotency per queue and kind, worker registry',
+    // Plain (not CONCURRENTLY) index builds: migrations run in a transaction. On a large jobs
+    // table this holds writes for the build (about a second per million pending rows).
+    sql: (s) => `
+      DROP INDEX ${s}.jobs_pending_claim_idx;
+      CREATE INDEX jobs_pending_kind_claim_idx ON ${s}.jobs (queue, kind, priority, run_at, id)
+        WHERE state = 'pending';
+
+      DROP INDEX ${s}.jobs_idempotency_key_idx;
+      CREATE UNIQUE INDEX jobs_idempotency_scope_idx ON ${s}.jobs (queue, kind, idempotency_key)
+        WHERE idempotency_key IS NOT NULL AND state IN ('pending', 'running');
+
+      -- One row per worker process. queues/kinds NULL mean "every queue" / "every kind" (a
+      -- catch-all); times are the database's. A row whose expires_at passed is not live and is
+      -- deleted by the next listing.
+      CREATE TABLE ${s}.workers (
+        id            text        PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 200),
+        host          text        NOT NULL,
+        pid           integer,
+        version       text        NOT NULL,
+        queues        text[],
+        kinds         text[],
+        exclude_kinds text[]      NOT NULL DEFAULT '{}',
+        concurrency   integer     NOT NULL CHECK (concurrency >= 0),
+        origin        text        NOT NULL CHECK (origin IN ('local', 'remote')),
+        started_at    timestamptz NOT NULL,
+        last_seen_at  timestamptz NOT NULL,
+        expires_at    timestamptz NOT NULL
+      );
+      CREATE INDEX workers_expires_at_idx ON ${s}.workers (expires_at);
+    `,
+  },
 ];
 
 /** Quotes a validated identifier for SQL. */
@@ -150,9 +195,14 @@ export function quoteIdentifier(name: string): string {
 
 /**
  * Creates the schema if missing and applies every unapplied migration, under an advisory lock.
- * Returns the versions this call applied (empty when another process already had).
+ * Returns the versions this call applied (empty when another process already had). `connection`
+ * says whether the client's connection was lost (see withCheckedOutClient).
  */
-export async function runPostgresMigrations(client: pg.ClientBase, schemaName: string): Promise<number[]> {
+export async function runPostgresMigrations(
+  client: pg.ClientBase,
+  schemaName: string,
+  connection: ConnectionHealth,
+): Promise<number[]> {
   const s = quoteIdentifier(schemaName);
   // hashtext gives a stable int4 per schema name, so different schemas migrate in parallel.
   const lockKey = `docket.migrate:${schemaName}`;
@@ -171,22 +221,24 @@ export async function runPostgresMigrations(client: pg.ClientBase, schemaName: s
     const appliedNow: number[] = [];
     for (const migration of POSTGRES_MIGRATIONS) {
       if (done.has(migration.version)) continue;
-      await client.query('BEGIN');
-      try {
+      await inClientTransaction(client, connection, async () => {
         await client.query(migration.sql(s));
         await client.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [
           migration.version,
           migration.name,
         ]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      }
+      });
       appliedNow.push(migration.version);
     }
     return appliedNow;
+  } catch (error) {
+    if (isTransientConnectionError(error)) connection.markBroken(error as Error);
+    throw error;
   } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]);
+    // A lost session has released its advisory lock with it; an unlock could not be sent, and its
+    // "not queryable" error would hide the connection error that the caller retries on.
+    if (connection.lost === undefined) {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]);
+    }
   }
 }

@@ -1,7 +1,12 @@
 /**
- * The PostgreSQL store: a `pg` pool, migrations on open, the SQL in {@link PostgresJobQueries}, and
- * LISTEN/NOTIFY wake-ups. Claims use `FOR UPDATE SKIP LOCKED` in one short statement, so many
- * workers claim different rows without waiting on each other and no lock outlives the call.
+ * The PostgreSQL store: wiring only. A `pg` pool (every checkout guarded: checked-out-client.ts),
+ * migrations on open (migrations.ts), and one query object per entity, each holding its SQL:
+ * jobs (job-queries.ts, rows in job-row.ts), the claim (claim-queries.ts), schedules and queues
+ * (schedule-queries.ts), workers (worker-queries.ts), caller transactions (transaction-queries.ts);
+ * LISTEN/NOTIFY wake-ups in wake-up-listener.ts. Parameter rules (store-params.ts) and schedule
+ * decisions (schedule-plan.ts) are pure and shared with the SQLite store, which has the same
+ * files. Claims use `FOR UPDATE SKIP LOCKED` in one short statement, so many workers claim
+ * different rows without waiting on each other and no lock outlives the call.
  *
  * Durability: the pool keeps PostgreSQL's default `synchronous_commit = on`, and every write is a
  * single autocommitted statement or one explicit transaction, so a resolved call means a
@@ -17,13 +22,15 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
+import { batchNeedsAtomicKeys } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import {
   advanceSchedule,
   assertPlannableSpec,
-  decideClaimedRun,
-  type ScheduleAdvance,
-  timingChanged,
+  claimedScheduleIds,
+  planClaimedRuns,
+  plannedThroughSlotAt,
+  planUpsert,
 } from '../schedule-plan.js';
 import type {
   AtTime,
@@ -32,6 +39,7 @@ import type {
   DeadLetterListParams,
   DeadLetterPurgeParams,
   DeadLetterRetryParams,
+  DueKindCount,
   FailOutcome,
   JobCancelParams,
   JobClaimParams,
@@ -59,12 +67,25 @@ import type {
   StoreCapabilities,
   SubmitResult,
   WakeUp,
+  WorkerRecord,
+  WorkerRegisterParams,
 } from '../store.js';
-import { PostgresJobQueries, type Queryable, wakeChannel } from './job-queries.js';
+import { claimLimit, positiveMs } from '../store-params.js';
+import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
+import {
+  type ConnectionHealth,
+  inClientTransaction,
+  isTransientConnectionError,
+  withCheckedOutClient,
+} from './checked-out-client.js';
+import { PostgresClaimQueries } from './claim-queries.js';
+import { PostgresJobQueries } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
+import { type Queryable, wakeChannel } from './sql-fragments.js';
 import { callerTransaction, PostgresTransactionQueries } from './transaction-queries.js';
 import { WakeUpListener } from './wake-up-listener.js';
+import { PostgresWorkerQueries } from './worker-queries.js';
 
 /** Options for {@link PostgresStore.open}, beyond the shared store options. */
 export interface PostgresStoreOptions extends OpenStoreOptions {
@@ -106,36 +127,52 @@ export function validateSchemaName(name: string): string {
   return name;
 }
 
+/**
+ * Runs `fn` inside a savepoint of the caller's open transaction: rolled back to the savepoint if
+ * `fn` throws (their transaction stays usable, with none of `fn`'s writes), released otherwise.
+ */
+async function inSavepoint<T>(client: Queryable, fn: () => Promise<T>): Promise<T> {
+  await client.query('SAVEPOINT docket_submit');
+  let result: T;
+  try {
+    result = await fn();
+  } catch (error) {
+    await client.query('ROLLBACK TO SAVEPOINT docket_submit');
+    await client.query('RELEASE SAVEPOINT docket_submit');
+    throw error;
+  }
+  await client.query('RELEASE SAVEPOINT docket_submit');
+  return result;
+}
+
+/**
+ * Connection settings of every pool a {@link PostgresStore} opens.
+ *
+ * - `keepAlive` with a 10 s initial delay: TCP keepalives find a half-open connection (a peer that
+ *   vanished without a FIN) in well under a minute instead of the kernel's two-hour default, so a
+ *   worker waiting on such a socket gets an error instead of hanging.
+ * - `connectionTimeoutMillis` 10 s: a new connection (or a wait for a free pooled one) that takes
+ *   longer fails, and the operation's ordinary retry path takes over.
+ * - `idle_in_transaction_session_timeout` 60 s: the server ends a session of ours left idle inside
+ *   a transaction (its client froze or was cut off), so no row or schedule lock is held forever.
+ *   Docket's own transactions never wait between statements.
+ * - No `statement_timeout` or `query_timeout`: a migration's index build on a large table and a
+ *   schedule sweep waiting on a lock can legitimately run long, and a claim that timed out
+ *   client-side may still commit on the server; keepalives bound the dead-connection case.
+ */
+export const POSTGRES_POOL_SETTINGS = Object.freeze({
+  application_name: 'docket',
+  keepAlive: true,
+  keepAliveInitialDelayMillis: 10_000,
+  connectionTimeoutMillis: 10_000,
+  idle_in_transaction_session_timeout: 60_000,
+});
+
 /** How long {@link PostgresStore.open} keeps retrying a database that is not reachable yet. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 
-/** SQLSTATEs and socket errors that mean "the server is not there right now", not "you are wrong". */
-const TRANSIENT_CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now: starting up or recovering
-  '08000',
-  '08001',
-  '08003',
-  '08004',
-  '08006',
-  '53300', // too_many_connections
-]);
-
-/** Whether an error opening the store is worth retrying. */
-export function isTransientConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && TRANSIENT_CONNECTION_CODES.has(code)) return true;
-  const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|the database system is (starting up|shutting down|in recovery mode)/i.test(
-    message,
-  );
-}
+/** Whether an error opening the store is worth retrying (re-exported for open-store and tests). */
+export { isTransientConnectionError };
 
 /** The {@link Store} on PostgreSQL. */
 export class PostgresStore implements Store {
@@ -151,8 +188,10 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   private readonly connection: pg.ClientConfig;
   private readonly queries: PostgresJobQueries;
+  private readonly claims: PostgresClaimQueries;
   private readonly schedules: PostgresScheduleQueries;
   private readonly transactions: PostgresTransactionQueries;
+  private readonly workers: PostgresWorkerQueries;
   private readonly wakeHorizonMs: number;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
   private listener: WakeUpListener | null = null;
@@ -164,8 +203,10 @@ export class PostgresStore implements Store {
     this.connection = connection;
     this.schema = schema;
     this.queries = new PostgresJobQueries(schema);
+    this.claims = new PostgresClaimQueries(schema);
     this.schedules = new PostgresScheduleQueries(schema, wakeChannel(schema));
     this.transactions = new PostgresTransactionQueries(schema);
+    this.workers = new PostgresWorkerQueries(schema);
     this.wakeHorizonMs = wakeHorizonMs;
   }
 
@@ -185,9 +226,10 @@ export class PostgresStore implements Store {
       throw new ConfigurationError(`wakeHorizonMs must be a non-negative number, got ${wakeHorizonMs}`);
     }
     const connection: pg.ClientConfig = { connectionString: split.url };
-    const pool = new pg.Pool({ ...connection, max: poolSize, application_name: 'docket' });
+    const pool = new pg.Pool({ ...connection, ...POSTGRES_POOL_SETTINGS, max: poolSize });
     // An idle pooled client whose server connection dies emits 'error' on the pool; unhandled,
     // that event would crash the process. The next query simply gets a fresh connection.
+    // (A checked-out client has no such guard from pg-pool: see withCheckedOutClient.)
     pool.on('error', () => {});
     const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     if (!Number.isFinite(connectTimeoutMs) || connectTimeoutMs < 0) {
@@ -196,12 +238,7 @@ export class PostgresStore implements Store {
     const giveUpAt = Date.now() + connectTimeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const client = await pool.connect();
-        try {
-          await runPostgresMigrations(client, schema);
-        } finally {
-          client.release();
-        }
+        await withCheckedOutClient(pool, (client, health) => runPostgresMigrations(client, schema, health));
         break;
       } catch (error) {
         // A worker started while PostgreSQL restarts (57P03 "starting up", a refused or dropped
@@ -227,6 +264,11 @@ export class PostgresStore implements Store {
     return this.queries;
   }
 
+  /** The claim statements (for EXPLAIN and SQL-level tests); every method takes the {@link Queryable}. */
+  get claimQueries(): PostgresClaimQueries {
+    return this.claims;
+  }
+
   now(): Promise<Date> {
     return this.queries.now(this.pool);
   }
@@ -234,10 +276,21 @@ export class PostgresStore implements Store {
   /**
    * Submits on the pool, or with `params.transaction` on the caller's client inside their
    * transaction: the same statement, so the rows and their NOTIFY appear only if they commit.
+   *
+   * One round trip, except for a batch of more than one job with an idempotency key: one of its
+   * keys may conflict (IdempotencyConflictError) after the others were inserted, so that batch
+   * runs in its own transaction (inside a caller's transaction: a savepoint) and is rolled back
+   * whole on a conflict. A single job's conflict inserts nothing (ON CONFLICT DO NOTHING).
    */
   async jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
-    const db = params.transaction === undefined ? this.pool : callerTransaction(params.transaction, 'jobSubmit');
-    return this.queries.submit(db, params, this.wakeHorizonMs);
+    const atomic = batchNeedsAtomicKeys(params.jobs);
+    if (params.transaction !== undefined) {
+      const client = callerTransaction(params.transaction, 'jobSubmit');
+      if (!atomic) return this.queries.submit(client, params, this.wakeHorizonMs);
+      return inSavepoint(client, () => this.queries.submit(client, params, this.wakeHorizonMs));
+    }
+    if (!atomic) return this.queries.submit(this.pool, params, this.wakeHorizonMs);
+    return this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs));
   }
 
   /**
@@ -247,31 +300,19 @@ export class PostgresStore implements Store {
    * claim and the next run are one atomic step. A repeated plan inserts nothing (unique key).
    */
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
-    const fast = await this.queries.claimOrDefer(this.pool, params);
+    if (claimLimit(params.limit) === 0) return [];
+    positiveMs('leaseMs', params.leaseMs);
+    const fast = await this.claims.claimOrDefer(this.pool, params);
     if (!fast.needsTransaction) return fast.jobs;
     return this.inTransaction(async (client) => {
-      const jobs = await this.queries.claimInTransaction(client, params);
-      const runs = jobs
-        .filter((job) => job.scheduleId !== null)
-        .sort((a, b) => (a.scheduleSlot?.getTime() ?? 0) - (b.scheduleSlot?.getTime() ?? 0));
-      if (runs.length === 0) return jobs;
-      const locked = await this.schedules.lock(client, [...new Set(runs.map((job) => job.scheduleId as string))]);
-      const byId = new Map(locked.map((schedule) => [schedule.id, schedule]));
+      const jobs = await this.claims.claimInTransaction(client, params);
+      const scheduleIds = claimedScheduleIds(jobs);
+      if (scheduleIds.length === 0) return jobs;
+      const locked = await this.schedules.lock(client, scheduleIds);
+      const schedules = new Map<string, Schedule | null>(scheduleIds.map((id) => [id, null]));
+      for (const schedule of locked) schedules.set(schedule.id, schedule);
       const now = await this.schedules.now(client, params.now);
-      const advances: ScheduleAdvance[] = [];
-      const dropped = new Set<string>();
-      for (const job of runs) {
-        const schedule = byId.get(job.scheduleId as string) ?? null;
-        const decision = decideClaimedRun(
-          { schedule, slot: job.scheduleSlot, attempts: job.attempts, errorCount: job.errors.length },
-          now,
-        );
-        if (decision.action === 'drop') dropped.add(job.id);
-        if (decision.action !== 'plan' || schedule === null) continue;
-        advances.push(decision.advance);
-        // A later run of the same schedule in this batch must see the schedule as now advanced.
-        byId.set(schedule.id, { ...schedule, lastSlotAt: decision.advance.lastSlotAt ?? schedule.lastSlotAt });
-      }
+      const { advances, dropped } = planClaimedRuns(jobs, schedules, now);
       await this.schedules.apply(client, advances, now, this.wakeHorizonMs);
       await this.schedules.deleteJobs(client, [...dropped]);
       return jobs.filter((job) => !dropped.has(job.id));
@@ -279,6 +320,7 @@ export class PostgresStore implements Store {
   }
 
   async jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null> {
+    positiveMs('leaseMs', params.leaseMs);
     const [leaseUntil] = await this.queries.heartbeatMany(this.pool, {
       now: params.now,
       leaseMs: params.leaseMs,
@@ -287,7 +329,9 @@ export class PostgresStore implements Store {
     return leaseUntil ?? null;
   }
 
-  jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
+  async jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
+    if (params.leases.length === 0) return [];
+    positiveMs('leaseMs', params.leaseMs);
     return this.queries.heartbeatMany(this.pool, params);
   }
 
@@ -360,6 +404,23 @@ export class PostgresStore implements Store {
     return this.queries.queueStats(this.pool, params?.now);
   }
 
+  jobDueCountsByKind(params?: AtTime): Promise<DueKindCount[]> {
+    return this.queries.dueCountsByKind(this.pool, params?.now);
+  }
+
+  async workerRegister(params: WorkerRegisterParams): Promise<WorkerRecord> {
+    const { worker, ttlMs } = validateWorkerRegister(params);
+    return this.workers.register(this.pool, worker, ttlMs, params.now);
+  }
+
+  async workerDeregister(params: { id: string }): Promise<boolean> {
+    return this.workers.deregister(this.pool, validateWorkerId(params.id));
+  }
+
+  workerList(params?: AtTime): Promise<WorkerRecord[]> {
+    return this.workers.list(this.pool, params?.now);
+  }
+
   async queuePause(params: QueueNameParams): Promise<QueueState> {
     return this.schedules.queuePause(this.pool, validateQueue(params.name, 'name'), params.now);
   }
@@ -380,34 +441,22 @@ export class PostgresStore implements Store {
       const now = await this.schedules.now(client, params.now);
       // Insert-or-lock: a schedule deleted between the two steps by another caller is retried once.
       for (let round = 0; round < 2; round++) {
-        const inserted = await this.schedules.insert(client, spec, now);
-        if (inserted) {
-          if (spec.paused) return { schedule: inserted, created: true };
-          // Starts afresh at now: nothing before its creation counts as missed.
-          const [planned] = await this.schedules.apply(
-            client,
-            [advanceSchedule(spec, now, now, false)],
-            now,
-            this.wakeHorizonMs,
-          );
-          return { schedule: planned ?? inserted, created: true };
+        let before: Schedule | null = null;
+        let written = await this.schedules.insert(client, spec, now);
+        if (written === null) {
+          [before = null] = await this.schedules.lock(client, [spec.id]);
+          if (before === null) continue;
+          written = (await this.schedules.replace(client, spec, now)) as Schedule;
         }
-        const [before] = await this.schedules.lock(client, [spec.id]);
-        if (!before) continue;
-        const replaced = (await this.schedules.replace(client, spec, now)) as Schedule;
-        if (spec.paused) {
-          await this.schedules.deleteUnstartedRuns(client, spec.id);
-          return { schedule: (await this.schedules.setPaused(client, spec.id, true, now)) ?? replaced, created: false };
+        const created = before === null;
+        const plan = planUpsert(before, spec, now);
+        if (plan.deleteUnstartedRuns) await this.schedules.deleteUnstartedRuns(client, spec.id);
+        if (plan.pause) {
+          return { schedule: (await this.schedules.setPaused(client, spec.id, true, now)) ?? written, created };
         }
-        if (!before.paused && !timingChanged(before, spec)) return { schedule: replaced, created: false };
-        await this.schedules.deleteUnstartedRuns(client, spec.id);
-        const [planned] = await this.schedules.apply(
-          client,
-          [advanceSchedule(spec, now, now, false)],
-          now,
-          this.wakeHorizonMs,
-        );
-        return { schedule: planned ?? replaced, created: false };
+        if (plan.advance === null) return { schedule: written, created };
+        const [planned] = await this.schedules.apply(client, [plan.advance], now, this.wakeHorizonMs);
+        return { schedule: planned ?? written, created };
       }
       throw new Error(`scheduleUpsert(${spec.id}): the schedule was deleted and re-created concurrently; try again`);
     });
@@ -469,30 +518,21 @@ export class PostgresStore implements Store {
       const advances = candidates
         .filter((schedule) => broken.has(schedule.id))
         // From the last slot: the slots since are misfires, which the schedule's policy decides.
-        .map((schedule) => advanceSchedule(schedule, schedule.lastSlotAt as Date, now, false));
+        .map((schedule) => advanceSchedule(schedule, plannedThroughSlotAt(schedule) as Date, now, false));
       await this.schedules.apply(client, advances, now, this.wakeHorizonMs);
       return advances.filter((advance) => advance.runs.length > 0).length;
     });
   }
 
-  /** Runs `fn` on one pooled client inside BEGIN … COMMIT; rolls back on any error. */
-  private async inTransaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      // A connection that cannot even roll back is discarded rather than returned to the pool.
-      await client.query('ROLLBACK').catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+  /**
+   * Runs `fn` on one pooled client inside BEGIN … COMMIT; rolls back on any error, except on a
+   * connection known lost (the server already ended that transaction). A lost or broken
+   * connection is destroyed, never returned to the pool; the caller gets the connection error.
+   */
+  private inTransaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return withCheckedOutClient(this.pool, (client, health: ConnectionHealth) =>
+      inClientTransaction(client, health, () => fn(client)),
+    );
   }
 
   /**

@@ -9,40 +9,18 @@
  * waits on them. A run skipped that way is being claimed at that instant; the claim, once it gets
  * the schedule lock, sees the pause or delete and drops it (see decideClaimedRun).
  *
- * Rows become {@link Schedule} in exactly one place ({@link rowToSchedule}).
+ * Rows become {@link Schedule}s in one place ({@link rowToSchedule}, over the shared scheduleOfRow).
  */
-import type { RetryPolicy } from '../../job/job.js';
-import type { JitterMode } from '../../schedule/jitter.js';
-import type { MisfirePolicyName, Schedule, ScheduleSpec } from '../../schedule/schedule.js';
+import type { Schedule, ScheduleSpec } from '../../schedule/schedule.js';
 import type { ScheduleAdvance } from '../schedule-plan.js';
+import { type DecodedScheduleRow, scheduleOfRow } from '../schedule-record.js';
 import type { QueueState } from '../store.js';
-import type { Queryable } from './job-queries.js';
+import { pageSize } from '../store-params.js';
 import { quoteIdentifier } from './migrations.js';
+import type { Queryable } from './sql-fragments.js';
 
-/** A schedules row as pg returns it. */
-export interface ScheduleRow {
-  id: string;
-  cron: string;
-  time_zone: string;
-  kind: string;
-  queue: string;
-  payload_json: string;
-  priority: number;
-  max_attempts: number;
-  retry_policy: RetryPolicy;
-  timeout_ms: number | null;
-  jitter_ms: number;
-  jitter_mode: JitterMode;
-  misfire_policy: MisfirePolicyName;
-  catch_up_window_ms: string;
-  max_catch_up_runs: number;
-  paused: boolean;
-  last_slot_at: Date | null;
-  next_slot_at: Date | null;
-  next_run_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+/** A schedules row as pg returns it: decoded, except int8 `catch_up_window_ms` arrives as text. */
+export type ScheduleRow = Omit<DecodedScheduleRow, 'catch_up_window_ms'> & { catch_up_window_ms: string };
 
 interface QueueRow {
   name: string;
@@ -50,43 +28,14 @@ interface QueueRow {
   paused_at: Date | null;
 }
 
-/** Converts a schedules row to a {@link Schedule}: the one place snake_case becomes camelCase. */
+/** Converts a schedules row to a {@link Schedule} (the field mapping is shared: scheduleOfRow). */
 export function rowToSchedule(row: ScheduleRow): Schedule {
-  return {
-    id: row.id,
-    cron: row.cron,
-    timeZone: row.time_zone,
-    job: {
-      kind: row.kind,
-      queue: row.queue,
-      payloadJson: row.payload_json,
-      priority: row.priority,
-      maxAttempts: row.max_attempts,
-      retryPolicy: row.retry_policy,
-      timeoutMs: row.timeout_ms,
-    },
-    jitterMs: row.jitter_ms,
-    jitterMode: row.jitter_mode,
-    misfire: {
-      policy: row.misfire_policy,
-      catchUpWindowMs: Number(row.catch_up_window_ms),
-      maxCatchUpRuns: row.max_catch_up_runs,
-    },
-    paused: row.paused,
-    lastSlotAt: row.last_slot_at,
-    nextSlotAt: row.next_slot_at,
-    nextRunAt: row.next_run_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+  return scheduleOfRow({ ...row, catch_up_window_ms: Number(row.catch_up_window_ms) });
 }
 
 function rowToQueueState(row: QueueRow): QueueState {
   return { name: row.name, paused: row.paused, pausedAt: row.paused_at };
 }
-
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 1000;
 
 /** The database clock, unless the caller pinned an instant. Always parameter $1. */
 const NOW = 'coalesce($1::timestamptz, now())';
@@ -138,8 +87,7 @@ export class PostgresScheduleQueries {
     db: Queryable,
     params: { limit?: number | undefined; afterId?: string | undefined; paused?: boolean | undefined },
   ): Promise<Schedule[]> {
-    const limit = params.limit === undefined ? DEFAULT_PAGE : Math.max(0, Math.min(MAX_PAGE, Math.floor(params.limit)));
-    if (limit === 0) return [];
+    const limit = pageSize(params.limit);
     const result = await db.query<ScheduleRow>(this.sql.list, [params.afterId ?? null, params.paused ?? null, limit]);
     return result.rows.map(rowToSchedule);
   }
@@ -368,16 +316,17 @@ function buildSql(s: string, channel: string) {
       SELECT updated.*, (SELECT count(*) FROM wake) AS woke FROM updated ORDER BY id`,
 
     /**
-     * lockBroken: active schedules whose latest planned run (at last_slot_at) is no longer live:
+     * lockBroken: active schedules whose latest planned run (at coalesce(next_slot_at,
+     * last_slot_at), see plannedThroughSlotAt) is no longer live:
      * an operator cancelled it, or it was claimed while nothing could plan. SKIP LOCKED: a
      * schedule another transaction holds is being planned right now.
      * Params: $1 limit. Result: the locked rows, by id. One probe of jobs_schedule_slot_idx each.
      */
     lockBroken: `
       SELECT * FROM ${schedules} sc
-      WHERE NOT sc.paused AND sc.last_slot_at IS NOT NULL
+      WHERE NOT sc.paused AND coalesce(sc.next_slot_at, sc.last_slot_at) IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM ${jobs} j
-                        WHERE j.schedule_id = sc.id AND j.schedule_slot = sc.last_slot_at
+                        WHERE j.schedule_id = sc.id AND j.schedule_slot = coalesce(sc.next_slot_at, sc.last_slot_at)
                           AND j.state IN ('pending', 'running'))
       ORDER BY sc.id LIMIT $1
       FOR UPDATE SKIP LOCKED`,
@@ -389,9 +338,9 @@ function buildSql(s: string, channel: string) {
      */
     stillBroken: `
       SELECT sc.id FROM ${schedules} sc
-      WHERE sc.id = ANY($1::text[]) AND NOT sc.paused AND sc.last_slot_at IS NOT NULL
+      WHERE sc.id = ANY($1::text[]) AND NOT sc.paused AND coalesce(sc.next_slot_at, sc.last_slot_at) IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM ${jobs} j
-                        WHERE j.schedule_id = sc.id AND j.schedule_slot = sc.last_slot_at
+                        WHERE j.schedule_id = sc.id AND j.schedule_slot = coalesce(sc.next_slot_at, sc.last_slot_at)
                           AND j.state IN ('pending', 'running'))`,
 
     /**

@@ -10,7 +10,7 @@
  * A completion's UPDATE holds the job's row lock until their transaction ends, so no claimer
  * (`FOR UPDATE SKIP LOCKED`) can take the job meanwhile, even if the lease lapses.
  *
- * Idempotent completion: a completion whose reply was lost after COMMIT (RELIABILITY.md fault
+ * Idempotent completion: a completion whose reply was lost after COMMIT (docs/reliability.md, fault
  * class 5) is retried and finds the job no longer running. Only the holder of a token can move
  * a job to done under it, and a done job keeps its token, so "done with this token" proves the
  * earlier call was ours. The check is a second read, sent only when some completion came back
@@ -18,8 +18,9 @@
  */
 import { ConfigurationError } from '../../job/errors.js';
 import type { JobLease } from '../store.js';
-import { parseJobId, type Queryable } from './job-queries.js';
+import { sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
+import type { Queryable } from './sql-fragments.js';
 
 /** What a `pg` client reports about its session (`getTransactionStatus`, pg ≥ 8.9): `T` inside a block. */
 type TransactionStatus = 'I' | 'T' | 'E' | null;
@@ -103,7 +104,7 @@ export class PostgresTransactionQueries {
   ): Promise<('done' | 'stale')[]> {
     const stale = leases.flatMap((lease, index) => {
       if (outcomes[index] !== 'stale') return [];
-      const id = parseJobId(lease.id);
+      const id = sqlJobId(lease.id);
       return id === null ? [] : [{ id, token: lease.token, index }];
     });
     if (stale.length === 0) return outcomes;

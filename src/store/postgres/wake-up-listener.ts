@@ -69,7 +69,9 @@ export class WakeUpListener {
   private async attemptConnect(announce: boolean): Promise<void> {
     const client = new pg.Client({
       application_name: 'docket-listener',
+      // Keepalives find a half-open LISTEN socket (no FIN ever arrives) within a minute.
       keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       connectionTimeoutMillis: 10_000,
       ...this.options.connection,
     });

@@ -1,6 +1,7 @@
 /**
- * Every SQL statement SqliteStore runs, one place per entity, each headed by its purpose,
- * parameters and result, and by how it differs from its PostgreSQL twin.
+ * The SQLite store's job SQL (the claim's is in claim-queries.ts, schedules' and workers' in
+ * their own files), each statement headed by its purpose, parameters and result, and by how it
+ * differs from its PostgreSQL twin; and {@link SqliteJobQueries}, which runs them.
  *
  * Conventions: instants are INTEGER epoch milliseconds; `:now` is the transaction's instant,
  * read once per transaction by {@link DATABASE_NOW} after the write lock is held (or pinned by the
@@ -10,11 +11,30 @@
  * serial: SQLite has one writer per file, so there is no SKIP LOCKED and none is needed.
  */
 
+import type Database from 'better-sqlite3';
+import type { JobState } from '../../job/job.js';
+import type { JobSpec } from '../../job/job-spec.js';
+import { liveKeyConflict, sameJsonText } from '../idempotency.js';
+import type {
+  CancelOutcome,
+  CompleteOutcome,
+  DueKindCount,
+  FailOutcome,
+  JobFailParams,
+  JobLease,
+  KindFilter,
+  NextRunAtParams,
+  QueueStats,
+  SubmitResult,
+} from '../store.js';
+import { parseJobId, type QueueCountsRow, queueStatsOf } from '../store-params.js';
+import { attemptErrorJson, type JobRow } from './job-row.js';
+
 /** Live states: the jobs a claim may hand out once due. Spelt out in SQL so partial indexes match. */
 const LIVE = `state IN ('pending', 'running')`;
 
 /** True unless the row's queue is paused (a probe of the tiny queues table). */
-const NOT_PAUSED = `queue NOT IN (SELECT name FROM queues WHERE paused = 1)`;
+export const NOT_PAUSED = `queue NOT IN (SELECT name FROM queues WHERE paused = 1)`;
 
 /** Columns both tables share, in one order, for moving rows between them. */
 const COMMON_COLUMNS = `id, kind, queue, payload, priority, run_at, lease_owner, token, attempts, max_attempts,
@@ -28,14 +48,24 @@ const COMMON_COLUMNS = `id, kind, queue, payload, priority, run_at, lease_owner,
 export const DATABASE_NOW = `SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 
 /**
- * Finds a live job holding an idempotency key (submit answers it instead of inserting).
- * Parameters: :key. Result: { id, run_at } of the oldest live holder, or nothing.
- * PostgreSQL: a unique partial index plus ON CONFLICT does this in the insert; here the IMMEDIATE
- * transaction already serialises submits, so a lookup before the insert is race-free.
+ * True when the row's kind passes a claim's kind filter: :kinds is a JSON array or NULL (every
+ * kind; an empty array matches nothing), :exclude_kinds a JSON array (empty excludes nothing).
+ */
+export const KIND_ALLOWED = `(:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+    AND kind NOT IN (SELECT value FROM json_each(:exclude_kinds))`;
+
+/**
+ * Finds the live job holding an idempotency key in one (queue, kind) scope (submit answers it,
+ * or refuses the submit when the payloads differ, instead of inserting).
+ * Parameters: :queue, :kind, :key. Result: { id, run_at, payload } of the live holder, or nothing.
+ * PostgreSQL: a unique partial index on (queue, kind, key) plus ON CONFLICT does this in the
+ * insert and compares payloads as jsonb; here the IMMEDIATE transaction already serialises
+ * submits, so a lookup before the insert is race-free, and the payload texts are compared as
+ * JSON in TypeScript (src/store/idempotency.ts). A probe of jobs_idempotency_scope.
  */
 export const JOB_FIND_LIVE_BY_KEY = `
-  SELECT id, run_at FROM jobs
-  WHERE idempotency_key = :key AND ${LIVE}
+  SELECT id, run_at, payload FROM jobs
+  WHERE queue = :queue AND kind = :kind AND idempotency_key = :key AND ${LIVE}
   ORDER BY id LIMIT 1`;
 
 /**
@@ -53,85 +83,26 @@ export const JOB_INSERT = `
   RETURNING id, run_at`;
 
 /**
- * The next queue holding a pending job after :after (a loose index scan over jobs_pending_claim:
- * one seek per distinct queue, so a claim can walk queues without reading their rows).
- * Parameters: :after ('' to start: queue names are never empty). Result: { queue } or nothing.
- * PostgreSQL: the same walk, written as a recursive CTE.
+ * How many pending jobs of one (queue, kind, priority) are due: an index-only count over the
+ * range (queue = ?, kind = ?, priority = ?, run_at <= now), never the future-dated entries.
+ * Parameters: :queue, :kind, :priority, :now. Result: one integer.
+ * PostgreSQL: one GROUP BY pass instead (its planner may answer a per-triple count with a table
+ * scan); SQLite always takes this covering range, so only due entries are read.
  */
-export const JOB_PENDING_NEXT_QUEUE = `
-  SELECT queue FROM jobs
-  WHERE state = 'pending' AND queue > :after
-  ORDER BY queue LIMIT 1`;
+export const JOB_DUE_PENDING_COUNT = `
+  SELECT count(*) FROM jobs
+  WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now`;
 
 /**
- * The next priority holding a pending job in one queue after :after (one seek).
- * Parameters: :queue, :after (below -32768 to start). Result: { priority } or nothing.
- * PostgreSQL: the same walk.
+ * Running jobs whose lease lapsed (available again), counted by queue and kind, paused queues
+ * left out: the lapsed half of jobDueCountsByKind. A range scan on jobs_running_lease.
+ * Parameters: :now. Result: { queue, kind, count }.
+ * PostgreSQL: the same GROUP BY, inside one dueCountsByKind statement.
  */
-export const JOB_PENDING_NEXT_PRIORITY = `
-  SELECT priority FROM jobs
-  WHERE state = 'pending' AND queue = :queue AND priority > :after
-  ORDER BY priority LIMIT 1`;
-
-/**
- * Due pending jobs in one (queue, priority), in claim order: an index range scan on
- * jobs_pending_claim (queue = ?, priority = ?, run_at <= now), already ordered by run_at, id, so
- * it stops after :limit rows and never reads future-dated, running or finished rows.
- * Parameters: :queue, :priority, :now, :limit. Result: { id, priority, run_at }.
- * PostgreSQL: the same range per pair, feeding `FOR UPDATE SKIP LOCKED`; here the write lock
- * already excludes other claimers.
- */
-export const JOB_DUE_PENDING = `
-  SELECT id, priority, run_at FROM jobs
-  WHERE state = 'pending' AND queue = :queue AND priority = :priority AND run_at <= :now
-  ORDER BY run_at, id LIMIT :limit`;
-
-/**
- * Running jobs whose lease lapsed and whose attempts are used up: the claim parks them all
- * before choosing candidates. A range scan on jobs_running_lease (lease_until <= now).
- * Parameters: :now, :queues (JSON array, or NULL for every queue). Result: { id, attempts }.
- * PostgreSQL: the same condition, moved to dead_jobs in one CTE of the claim statement.
- */
-export const JOB_LAPSED_EXHAUSTED = `
-  SELECT id, attempts FROM jobs
-  WHERE state = 'running' AND lease_until <= :now AND attempts >= max_attempts
-    AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues))) AND ${NOT_PAUSED}`;
-
-/**
- * Running jobs whose lease lapsed (their worker crashed or stalled), in claim order: a range
- * scan on jobs_running_lease (lease_until <= now), which holds only in-flight rows, then a sort
- * of the lapsed ones alone. Runs after JOB_LAPSED_EXHAUSTED parked the used-up ones.
- * Parameters: :now, :limit, :queues (JSON array, or NULL for every queue).
- * Result: { id, priority, run_at }.
- * PostgreSQL: identical, with `queue = ANY($queues)`.
- */
-export const JOB_LAPSED = `
-  SELECT id, priority, run_at FROM jobs
-  WHERE state = 'running' AND lease_until <= :now
-    AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues))) AND ${NOT_PAUSED}
-  ORDER BY priority, run_at, id LIMIT :limit`;
-
-/**
- * Leases the candidates: running, new lease and owner, token + 1, attempts + 1. A candidate that
- * was already running lost its lease (its worker crashed or stalled), so that attempt's
- * lease_expired error is recorded first, numbered by the attempts before this claim.
- * Parameters: :ids (JSON array of candidate ids), :now, :lease_until, :owner, :message.
- * Result: the updated rows, in no particular order (the caller sorts them into claim order).
- * PostgreSQL: the same SET list in one UPDATE … FROM the locked candidates.
- */
-export const JOB_CLAIM_MANY = `
-  UPDATE jobs SET
-    state = 'running',
-    lease_until = :lease_until,
-    lease_owner = :owner,
-    token = token + 1,
-    attempts = attempts + 1,
-    errors = CASE WHEN state = 'running'
-      THEN json_insert(errors, '$[#]', json_object(
-        'attempt', attempts, 'at', :now, 'kind', 'lease_expired', 'message', :message))
-      ELSE errors END
-  WHERE id IN (SELECT value FROM json_each(:ids))
-  RETURNING *`;
+export const JOB_LAPSED_COUNTS = `
+  SELECT queue, kind, count(*) AS count FROM jobs
+  WHERE state = 'running' AND lease_until <= :now AND ${NOT_PAUSED}
+  GROUP BY queue, kind`;
 
 /**
  * Copies a job into the dead-letter table with one more error entry (moving it: JOB_DELETE
@@ -155,7 +126,8 @@ export const JOB_DELETE = `DELETE FROM jobs WHERE id = :id`;
  * Extends a live lease. Fenced: the token must be current, the job running and its lease not yet
  * lapsed (a lapsed lease may already be promised to the next claimer).
  * Parameters: :id, :token, :now, :lease_until. Result: { lease_until } or nothing when stale.
- * PostgreSQL: identical, with timestamptz arithmetic.
+ * PostgreSQL: the same fence, batched over unnest(ids, tokens) in heartbeatMany, with the new
+ * lease computed in SQL (now() + interval).
  */
 export const JOB_HEARTBEAT = `
   UPDATE jobs SET lease_until = :lease_until
@@ -164,9 +136,9 @@ export const JOB_HEARTBEAT = `
 
 /**
  * Accepts a completion. Fenced by token and state only: a lapsed lease that nobody re-claimed
- * still completes, exactly as in the design's reference model.
+ * still completes, exactly as in the reference model of docs/design.md.
  * Parameters: :id, :token, :now. Result: changes = 1 when done, 0 when stale.
- * PostgreSQL: identical.
+ * PostgreSQL: the same fence, batched over unnest(ids, tokens) in completeMany.
  */
 export const JOB_COMPLETE = `
   UPDATE jobs SET state = 'done', finished_at = :now, lease_until = NULL
@@ -193,7 +165,8 @@ export const JOB_FIND_HELD = `
 /**
  * Applies a retry decision: pending again at :run_at, lease cleared, the attempt's error appended.
  * Parameters: :id, :run_at, :entry (one JSON error object). Result: changes.
- * PostgreSQL: identical, `errors || $entry::jsonb`.
+ * PostgreSQL: failRetry fences and updates in one statement, computing run_at (now + delay)
+ * and the errors entry (`errors || jsonb_build_array(…)`) in SQL.
  */
 export const JOB_RETRY = `
   UPDATE jobs SET state = 'pending', run_at = :run_at, lease_until = NULL,
@@ -205,7 +178,8 @@ export const JOB_RETRY = `
  * run_at is kept (it was due to be claimed, so it is already at or before now): the job keeps
  * its place in claim order instead of queueing behind jobs that were due after it.
  * Parameters: :id, :token, :now. Result: changes = 1 when released, 0 when stale.
- * PostgreSQL: identical.
+ * PostgreSQL: release leaves run_at as it is (a running job's run_at is already at or before
+ * now), floors attempts at 0 and sends its NOTIFY in the same statement.
  */
 export const JOB_RELEASE = `
   UPDATE jobs SET state = 'pending', run_at = MIN(run_at, :now), lease_until = NULL, attempts = attempts - 1
@@ -214,7 +188,8 @@ export const JOB_RELEASE = `
 /**
  * Gives back every lease still held under one claim's owner, like JOB_RELEASE.
  * Parameters: :owner, :now. Result: changes = how many; RETURNING run_at for the wake-up.
- * PostgreSQL: identical, plus its NOTIFY.
+ * PostgreSQL: releaseByOwner, with release's differences (run_at kept, attempts floored at 0,
+ * NOTIFY in the statement).
  */
 export const JOB_RELEASE_BY_OWNER = `
   UPDATE jobs SET state = 'pending', run_at = MIN(run_at, :now), lease_until = NULL, attempts = attempts - 1
@@ -225,7 +200,7 @@ export const JOB_RELEASE_BY_OWNER = `
  * Cancels a live job. The token is left alone, so a worker holding it is refused (stale) on its
  * next heartbeat or completion.
  * Parameters: :id, :now. Result: changes = 1 when cancelled.
- * PostgreSQL: identical.
+ * PostgreSQL: the same UPDATE, with the "does the id exist at all" check in the same statement.
  */
 export const JOB_CANCEL = `
   UPDATE jobs SET state = 'cancelled', finished_at = :now, lease_until = NULL
@@ -270,7 +245,8 @@ export const DEAD_LIST = `
  * Deletes up to :limit finished (done, cancelled) records that finished before :before; called
  * in batches so one prune never holds the file's write lock for long.
  * Parameters: :before, :limit. Result: changes.
- * PostgreSQL: the same batching with ctid.
+ * PostgreSQL: one DELETE of every such record, unbatched (its row locks hold up no claim of
+ * other rows, unlike SQLite's file-wide write lock).
  */
 export const JOB_PRUNE_BATCH = `
   DELETE FROM jobs WHERE id IN (
@@ -279,28 +255,29 @@ export const JOB_PRUNE_BATCH = `
     LIMIT :limit)`;
 
 /**
- * The earliest pending run time in one (queue, priority): one seek to the head of its range.
- * Parameters: :queue, :priority. Result: { run_at } or nothing.
+ * The earliest pending run time in one (queue, kind, priority): one seek to the head of its range.
+ * Parameters: :queue, :kind, :priority. Result: { run_at } or nothing.
  */
 export const JOB_FIRST_PENDING_RUN_AT = `
   SELECT run_at FROM jobs
-  WHERE state = 'pending' AND queue = :queue AND priority = :priority
+  WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority
   ORDER BY run_at LIMIT 1`;
 
 /**
- * The earliest lease end among running jobs (when a lapsed lease makes a job due again), paused
- * queues left out (their jobs must not wake a worker that cannot claim them).
- * Parameters: :queues (JSON array or NULL for all). Result: { lease_until } or nothing.
+ * The earliest lease end among running jobs of the kinds asked for (when a lapsed lease makes a
+ * job due again), paused queues left out (their jobs must not wake a worker that cannot claim them).
+ * Parameters: :queues (JSON array or NULL for all), :kinds (JSON array or NULL), :exclude_kinds
+ * (JSON array). Result: { lease_until } or nothing.
  */
 export const JOB_NEXT_LEASE_END = `
   SELECT lease_until FROM jobs
   WHERE state = 'running' AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-    AND ${NOT_PAUSED}
+    AND ${NOT_PAUSED} AND ${KIND_ALLOWED}
   ORDER BY lease_until LIMIT 1`;
 
 /**
  * Moves a parked job back into jobs: pending, due now, attempts 0; id, token and errors kept.
- * Its idempotency key is dropped when a live job took the key meanwhile (the unique index would
+ * Its idempotency key is dropped when a live job of the same queue and kind took the key meanwhile (the unique index would
  * refuse the move otherwise), and a recurring run drops its schedule_slot (keeping schedule_id)
  * when another job holds that (schedule, slot), exactly as in the PostgreSQL twin.
  * Parameters: :id, :now. Result: changes = 1 when the job was parked (DEAD_DELETE follows).
@@ -310,7 +287,8 @@ export const DEAD_RETRY = `
   INSERT INTO jobs (${COMMON_COLUMNS}, state, lease_until, errors, finished_at)
   SELECT d.id, d.kind, d.queue, d.payload, d.priority, :now, d.lease_owner, d.token, 0, d.max_attempts,
     d.retry_policy,
-    CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.idempotency_key = d.idempotency_key AND o.state IN ('pending', 'running'))
+    CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.queue = d.queue AND o.kind = d.kind
+                        AND o.idempotency_key = d.idempotency_key AND o.state IN ('pending', 'running'))
       THEN NULL ELSE d.idempotency_key END,
     d.timeout_ms, d.schedule_id,
     CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.schedule_id = d.schedule_id AND o.schedule_slot = d.schedule_slot)
@@ -337,7 +315,7 @@ export const DEAD_PURGE = `
  * Paused queues appear even when empty, with paused = 1.
  * Parameters: :now. Result: one row per queue, by name. A full scan of both tables: a dashboard
  * query, never on the claim path.
- * PostgreSQL: identical with FILTER clauses.
+ * PostgreSQL: the same counts, written with FILTER clauses.
  */
 export const QUEUE_STATS = `
   SELECT queue, EXISTS (SELECT 1 FROM queues q WHERE q.name = queue AND q.paused = 1) AS paused,
@@ -358,3 +336,270 @@ export const QUEUE_STATS = `
     SELECT name, 0, 0, 0, 0, 0, 0 FROM queues WHERE paused = 1
   )
   GROUP BY queue ORDER BY queue`;
+
+/** The kind-filter parameters of JOB_LAPSED and JOB_NEXT_LEASE_END. */
+export function kindParams(filter: KindFilter): { kinds: string | null; exclude_kinds: string } {
+  return {
+    kinds: filter.kinds === undefined ? null : JSON.stringify(filter.kinds),
+    exclude_kinds: JSON.stringify(filter.excludeKinds ?? []),
+  };
+}
+
+/** Rows deleted per transaction when pruning, so other processes' claims wait milliseconds, not seconds. */
+export const PRUNE_BATCH = 5000;
+
+/**
+ * Prepares the job statements once per connection: re-preparing per call costs more than most
+ * of these statements take to run.
+ */
+function prepareJobStatements(db: Database.Database) {
+  return {
+    now: db.prepare(DATABASE_NOW).pluck(),
+    findLiveByKey: db.prepare<
+      { queue: string; kind: string; key: string },
+      { id: number; run_at: number; payload: string }
+    >(JOB_FIND_LIVE_BY_KEY),
+    insert: db.prepare<Record<string, unknown>, { id: number; run_at: number }>(JOB_INSERT),
+    duePendingCount: db.prepare(JOB_DUE_PENDING_COUNT).pluck(),
+    lapsedCounts: db.prepare<{ now: number }, { queue: string; kind: string; count: number }>(JOB_LAPSED_COUNTS),
+    park: db.prepare(JOB_PARK),
+    delete: db.prepare(JOB_DELETE),
+    heartbeat: db.prepare<Record<string, unknown>, { lease_until: number }>(JOB_HEARTBEAT),
+    complete: db.prepare(JOB_COMPLETE),
+    doneWithToken: db.prepare<{ id: number; token: number }>(JOB_DONE_WITH_TOKEN),
+    findHeld: db.prepare<Record<string, unknown>, { attempts: number }>(JOB_FIND_HELD),
+    retry: db.prepare(JOB_RETRY),
+    release: db.prepare(JOB_RELEASE),
+    releaseByOwner: db.prepare(JOB_RELEASE_BY_OWNER),
+    cancel: db.prepare(JOB_CANCEL),
+    get: db.prepare<{ id: number }, JobRow>(JOB_GET),
+    deadGet: db.prepare<{ id: number }, JobRow>(DEAD_GET),
+    list: db.prepare<Record<string, unknown>, JobRow>(JOB_LIST),
+    deadList: db.prepare<Record<string, unknown>, JobRow>(DEAD_LIST),
+    pruneBatch: db.prepare(JOB_PRUNE_BATCH),
+    firstPendingRunAt: db.prepare(JOB_FIRST_PENDING_RUN_AT).pluck(),
+    nextLeaseEnd: db.prepare(JOB_NEXT_LEASE_END).pluck(),
+    deadRetry: db.prepare(DEAD_RETRY),
+    deadDelete: db.prepare(DEAD_DELETE),
+    deadPurge: db.prepare(DEAD_PURGE),
+    queueStats: db.prepare<{ now: number }, QueueCountsRow & { paused: number }>(QUEUE_STATS),
+  };
+}
+
+/** A job list's filter as JOB_LIST and DEAD_LIST take it. */
+export type ListFilter = {
+  queue: string | null;
+  kind: string | null;
+  after_id: number;
+  limit: number;
+};
+
+/** A pending (queue, kind, priority) triple, as the claim planner walks them. */
+type Triple = { queue: string; kind: string; priority: number };
+
+/**
+ * The job statements for one connection, and the steps each Store operation runs with them.
+ * Every method runs inside the transaction the store opened (BEGIN IMMEDIATE for writes), at the
+ * instant `nowMs` the store read under that transaction's lock; ids are already parsed.
+ */
+export class SqliteJobQueries {
+  private readonly stmt: ReturnType<typeof prepareJobStatements>;
+
+  constructor(db: Database.Database) {
+    this.stmt = prepareJobStatements(db);
+  }
+
+  /** The database clock, epoch milliseconds. */
+  now(): number {
+    return this.stmt.now.get() as number;
+  }
+
+  /**
+   * Inserts a batch, answering a live job of the same (queue, kind) and key instead of inserting;
+   * throws IdempotencyConflictError when that job's payload differs (the caller's transaction
+   * then rolls the whole batch back). Returns the earliest inserted run time, for the wake-up.
+   */
+  submit(jobs: readonly JobSpec[], nowMs: number): { results: SubmitResult[]; earliestMs: number | null } {
+    let earliestMs: number | null = null;
+    const results = jobs.map((spec, index): SubmitResult => {
+      if (spec.idempotencyKey !== null) {
+        // Also finds a job inserted earlier in this batch: a repeated key maps to the first
+        // (whose payload assertBatchKeysAgree already found equal).
+        const existing = this.stmt.findLiveByKey.get({
+          queue: spec.queue,
+          kind: spec.kind,
+          key: spec.idempotencyKey,
+        });
+        if (existing) {
+          if (!sameJsonText(existing.payload, spec.payloadJson)) {
+            throw liveKeyConflict(spec, index, jobs.length, String(existing.id));
+          }
+          return { id: String(existing.id), created: false, runAt: new Date(existing.run_at) };
+        }
+      }
+      const runAtMs = spec.runAt === null ? nowMs + Math.ceil(spec.delayMs) : spec.runAt.getTime();
+      const row = this.stmt.insert.get({
+        kind: spec.kind,
+        queue: spec.queue,
+        payload: spec.payloadJson,
+        priority: spec.priority,
+        run_at: runAtMs,
+        max_attempts: spec.maxAttempts,
+        retry_policy: JSON.stringify(spec.retryPolicy),
+        idempotency_key: spec.idempotencyKey,
+        timeout_ms: spec.timeoutMs,
+        schedule_id: spec.scheduleId,
+        schedule_slot: spec.scheduleSlot === null ? null : spec.scheduleSlot.getTime(),
+        now: nowMs,
+      });
+      if (!row) throw new Error('INSERT … RETURNING returned no row');
+      if (earliestMs === null || row.run_at < earliestMs) earliestMs = row.run_at;
+      return { id: String(row.id), created: true, runAt: new Date(row.run_at) };
+    });
+    return { results, earliestMs };
+  }
+
+  /** Moves a job from jobs to dead_jobs with one more error entry. */
+  moveToDead(id: number, nowMs: number, entry: Parameters<typeof attemptErrorJson>[0]): void {
+    this.stmt.park.run({ id, now: nowMs, entry: attemptErrorJson(entry) });
+    this.stmt.delete.run({ id });
+  }
+
+  /** Deletes one job (a recurring run dropped at claim). */
+  delete(id: number): void {
+    this.stmt.delete.run({ id });
+  }
+
+  /** Extends a lease still held; null for a bad id, a stale token or a lapsed lease. */
+  heartbeat(lease: JobLease, leaseMs: number, nowMs: number): Date | null {
+    const id = parseJobId(lease.id);
+    if (id === null) return null;
+    const row = this.stmt.heartbeat.get({ id, token: lease.token, now: nowMs, lease_until: nowMs + leaseMs });
+    return row ? new Date(row.lease_until) : null;
+  }
+
+  /** Completes a held job; `done` also when it is already done under this token (a lost reply). */
+  complete(lease: JobLease, nowMs: number): CompleteOutcome {
+    const id = parseJobId(lease.id);
+    if (id === null) return 'stale';
+    if (this.stmt.complete.run({ id, token: lease.token, now: nowMs }).changes === 1) return 'done';
+    // Already done under this token: our earlier completion committed and only its reply was lost.
+    return this.stmt.doneWithToken.get({ id, token: lease.token }) === undefined ? 'stale' : 'done';
+  }
+
+  /** Records the attempt's error and applies the caller's decision (retry or park). */
+  fail(id: number, params: Pick<JobFailParams, 'token' | 'error' | 'decision'>, nowMs: number): FailOutcome {
+    const held = this.stmt.findHeld.get({ id, token: params.token });
+    if (!held) return { outcome: 'stale' };
+    const entry = {
+      attempt: held.attempts,
+      atMs: nowMs,
+      kind: params.error.kind,
+      message: params.error.message,
+      detail: params.error.detail,
+    };
+    if (params.decision.kind === 'park') {
+      this.moveToDead(id, nowMs, entry);
+      return { outcome: 'parked' };
+    }
+    // Rounded up: a retry is never earlier than its backoff's lower bound (invariant I4).
+    const runAtMs = nowMs + Math.max(0, Math.ceil(params.decision.delayMs));
+    this.stmt.retry.run({ id, run_at: runAtMs, entry: attemptErrorJson(entry) });
+    return { outcome: 'retry', runAt: new Date(runAtMs) };
+  }
+
+  /** Gives a held lease back; true when it was ours. */
+  release(id: number, token: number, nowMs: number): boolean {
+    return this.stmt.release.run({ id, token, now: nowMs }).changes === 1;
+  }
+
+  /** Gives back every lease held under `owner`; returns how many. */
+  releaseByOwner(owner: string, nowMs: number): number {
+    return this.stmt.releaseByOwner.all({ owner, now: nowMs }).length;
+  }
+
+  /** Cancels a live job. */
+  cancel(id: number, nowMs: number): CancelOutcome {
+    if (this.stmt.cancel.run({ id, now: nowMs }).changes === 1) return 'cancelled';
+    return this.get(id) ? 'already_finished' : 'not_found';
+  }
+
+  /** One job from either table. */
+  get(id: number): JobRow | undefined {
+    return this.stmt.get.get({ id }) ?? this.stmt.deadGet.get({ id });
+  }
+
+  /** A page of jobs by id from the tables `states` names (`dead` reads dead_jobs). */
+  list(filter: ListFilter, states: readonly JobState[]): JobRow[] {
+    const tableStates = states.filter((state): state is Exclude<JobState, 'dead'> => state !== 'dead');
+    const live = tableStates.length > 0 ? this.stmt.list.all({ ...filter, states: JSON.stringify(tableStates) }) : [];
+    const dead = states.includes('dead') ? this.deadList(filter) : [];
+    return [...live, ...dead].sort((a, b) => a.id - b.id).slice(0, filter.limit);
+  }
+
+  /** Deletes up to `limit` finished records that finished before `beforeMs`; returns how many. */
+  pruneBatch(beforeMs: number, limit: number): number {
+    return this.stmt.pruneBatch.run({ before: beforeMs, limit }).changes;
+  }
+
+  /**
+   * The earliest instant a live job of the allowed triples (and lapsed leases of the allowed
+   * queues and kinds) becomes claimable, never before now; null when none is live.
+   */
+  nextRunAt(triples: readonly Triple[], params: NextRunAtParams, nowMs: number): number | null {
+    const queues = params.queues === undefined ? null : JSON.stringify(params.queues);
+    let earliest: number | null = null;
+    for (const triple of triples) {
+      const runAt = this.stmt.firstPendingRunAt.get(triple) as number | undefined;
+      if (runAt !== undefined && (earliest === null || runAt < earliest)) earliest = runAt;
+    }
+    const leaseEnd = this.stmt.nextLeaseEnd.get({ queues, ...kindParams(params) }) as number | undefined;
+    if (leaseEnd !== undefined && (earliest === null || leaseEnd < earliest)) earliest = leaseEnd;
+    return earliest === null ? null : Math.max(earliest, nowMs);
+  }
+
+  /** A page of parked jobs by id. */
+  deadList(filter: ListFilter): JobRow[] {
+    return this.stmt.deadList.all(filter);
+  }
+
+  /** Moves a parked job back to pending, due now, with fresh attempts; its row, or null. */
+  deadRetry(id: number, nowMs: number): JobRow | null {
+    if (this.stmt.deadRetry.run({ id, now: nowMs }).changes === 0) return null;
+    this.stmt.deadDelete.run({ id });
+    return this.stmt.get.get({ id }) ?? null;
+  }
+
+  /** Deletes parked jobs by id and/or park time; returns how many. */
+  deadPurge(ids: readonly number[] | null, beforeMs: number | null): number {
+    return this.stmt.deadPurge.run({ ids: ids === null ? null : JSON.stringify(ids), before: beforeMs }).changes;
+  }
+
+  /** Counts by queue and state. */
+  queueStats(nowMs: number): QueueStats[] {
+    return this.stmt.queueStats.all({ now: nowMs }).map((row) => queueStatsOf(row, Number(row.paused) === 1));
+  }
+
+  /** Available jobs (due pending rows of the given triples, lapsed leases) by queue and kind. */
+  dueCountsByKind(triples: readonly Triple[], nowMs: number): DueKindCount[] {
+    const counts = new Map<string, DueKindCount>();
+    const add = (queue: string, kind: string, count: number) => {
+      if (count === 0) return;
+      const key = JSON.stringify([queue, kind]);
+      const entry = counts.get(key);
+      if (entry) entry.count += count;
+      else counts.set(key, { queue, kind, count });
+    };
+    // Due pending rows per triple (index-only counts of the due range), then lapsed leases.
+    for (const triple of triples) {
+      add(triple.queue, triple.kind, Number(this.stmt.duePendingCount.get({ ...triple, now: nowMs })));
+    }
+    for (const row of this.stmt.lapsedCounts.all({ now: nowMs })) add(row.queue, row.kind, Number(row.count));
+    return [...counts.values()].sort((a, b) => byteOrder(a.queue, b.queue) || byteOrder(a.kind, b.kind));
+  }
+}
+
+/** Bytewise (UTF-8) string order, as SQLite's BINARY collation and PostgreSQL's "C" sort. */
+function byteOrder(a: string, b: string): number {
+  return a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b));
+}

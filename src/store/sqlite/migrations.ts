@@ -147,6 +147,41 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 3,
+    name: 'kind-aware claim index, idempotency per queue and kind, worker registry',
+    sql: `
+      -- The claim index with kind after queue (docs/decisions/0006-kind-aware-claims.md): a claim
+      -- walks (queue, kind, priority) triples by one seek each, skips the kinds the worker does
+      -- not handle before reading a row, then reads each triple's due range in claim order.
+      DROP INDEX jobs_pending_claim;
+      CREATE INDEX jobs_pending_kind_claim ON jobs (queue, kind, priority, run_at, id) WHERE state = 'pending';
+
+      -- Idempotency keys are unique per (queue, kind) among live jobs: the same key in another
+      -- queue or kind is another job. Submits check first (under the write lock); this is the backstop.
+      DROP INDEX jobs_idempotency_key;
+      CREATE UNIQUE INDEX jobs_idempotency_scope ON jobs (queue, kind, idempotency_key)
+        WHERE idempotency_key IS NOT NULL AND state IN ('pending', 'running');
+
+      -- The live worker registry, as in the PostgreSQL twin; queues, kinds and exclude_kinds are
+      -- JSON arrays (queues/kinds NULL = every queue / every kind), instants epoch milliseconds.
+      CREATE TABLE workers (
+        id TEXT PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 200),
+        host TEXT NOT NULL,
+        pid INTEGER,
+        version TEXT NOT NULL,
+        queues TEXT,
+        kinds TEXT,
+        exclude_kinds TEXT NOT NULL DEFAULT '[]',
+        concurrency INTEGER NOT NULL CHECK (concurrency >= 0),
+        origin TEXT NOT NULL CHECK (origin IN ('local', 'remote')),
+        started_at INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX workers_expires_at ON workers (expires_at);
+    `,
+  },
 ];
 
 /**

@@ -7,35 +7,37 @@
  * Every write runs inside SqliteStore's BEGIN IMMEDIATE transaction, so schedule operations and
  * claims are serial: no row locks, no SKIP LOCKED, and a check-then-write never races.
  */
+import type Database from 'better-sqlite3';
 import type { RetryPolicy } from '../../job/job.js';
 import type { JitterMode } from '../../schedule/jitter.js';
 import type { MisfirePolicyName, Schedule, ScheduleSpec } from '../../schedule/schedule.js';
+import type { ScheduleAdvance } from '../schedule-plan.js';
+import { type DecodedScheduleRow, scheduleOfRow } from '../schedule-record.js';
 import type { QueueState } from '../store.js';
 
-/** A schedules row as better-sqlite3 returns it (instants in epoch ms, booleans 0/1). */
-export interface ScheduleRow {
-  id: string;
-  cron: string;
-  time_zone: string;
-  kind: string;
-  queue: string;
-  payload_json: string;
-  priority: number;
-  max_attempts: number;
+/** A schedules row as better-sqlite3 returns it (instants in epoch ms, booleans 0/1, JSON as text). */
+export type ScheduleRow = Omit<
+  DecodedScheduleRow,
+  | 'retry_policy'
+  | 'jitter_mode'
+  | 'misfire_policy'
+  | 'paused'
+  | 'last_slot_at'
+  | 'next_slot_at'
+  | 'next_run_at'
+  | 'created_at'
+  | 'updated_at'
+> & {
   retry_policy: string;
-  timeout_ms: number | null;
-  jitter_ms: number;
   jitter_mode: string;
   misfire_policy: string;
-  catch_up_window_ms: number;
-  max_catch_up_runs: number;
   paused: number;
   last_slot_at: number | null;
   next_slot_at: number | null;
   next_run_at: number | null;
   created_at: number;
   updated_at: number;
-}
+};
 
 /** A queues row. */
 export interface QueueRow {
@@ -46,35 +48,20 @@ export interface QueueRow {
 
 const toDate = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
 
-/** Converts a schedules row to a {@link Schedule}. */
+/** Converts a schedules row to a {@link Schedule}: decodes SQLite's types, then the shared mapping. */
 export function rowToSchedule(row: ScheduleRow): Schedule {
-  return {
-    id: row.id,
-    cron: row.cron,
-    timeZone: row.time_zone,
-    job: {
-      kind: row.kind,
-      queue: row.queue,
-      payloadJson: row.payload_json,
-      priority: row.priority,
-      maxAttempts: row.max_attempts,
-      retryPolicy: JSON.parse(row.retry_policy) as RetryPolicy,
-      timeoutMs: row.timeout_ms,
-    },
-    jitterMs: row.jitter_ms,
-    jitterMode: row.jitter_mode as JitterMode,
-    misfire: {
-      policy: row.misfire_policy as MisfirePolicyName,
-      catchUpWindowMs: row.catch_up_window_ms,
-      maxCatchUpRuns: row.max_catch_up_runs,
-    },
+  return scheduleOfRow({
+    ...row,
+    retry_policy: JSON.parse(row.retry_policy) as RetryPolicy,
+    jitter_mode: row.jitter_mode as JitterMode,
+    misfire_policy: row.misfire_policy as MisfirePolicyName,
     paused: row.paused === 1,
-    lastSlotAt: toDate(row.last_slot_at),
-    nextSlotAt: toDate(row.next_slot_at),
-    nextRunAt: toDate(row.next_run_at),
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-  };
+    last_slot_at: toDate(row.last_slot_at),
+    next_slot_at: toDate(row.next_slot_at),
+    next_run_at: toDate(row.next_run_at),
+    created_at: new Date(row.created_at),
+    updated_at: new Date(row.updated_at),
+  });
 }
 
 /** Converts a queues row to a {@link QueueState}. */
@@ -202,16 +189,17 @@ export const SCHEDULE_ADVANCE = `
   RETURNING *`;
 
 /**
- * Active schedules whose latest planned run (at last_slot_at) is no longer live: an operator
- * cancelled it, or it was claimed while nothing could plan.
+ * Active schedules whose latest planned run (at coalesce(next_slot_at, last_slot_at), see
+ * plannedThroughSlotAt) is no longer live: an operator cancelled it, or it was claimed while
+ * nothing could plan.
  * Parameters: :limit. Result: rows by id; one probe of jobs_schedule_slot each.
  * PostgreSQL: the same, locked FOR UPDATE SKIP LOCKED and re-checked after locking.
  */
 export const SCHEDULE_BROKEN = `
   SELECT * FROM schedules s
-  WHERE s.paused = 0 AND s.last_slot_at IS NOT NULL
+  WHERE s.paused = 0 AND coalesce(s.next_slot_at, s.last_slot_at) IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM jobs j
-                    WHERE j.schedule_id = s.id AND j.schedule_slot = s.last_slot_at
+                    WHERE j.schedule_id = s.id AND j.schedule_slot = coalesce(s.next_slot_at, s.last_slot_at)
                       AND j.state IN ('pending', 'running'))
   ORDER BY s.id LIMIT :limit`;
 
@@ -241,3 +229,127 @@ export const QUEUE_LIST = `SELECT name, paused, paused_at FROM queues ORDER BY n
  * Parameters: none. Result: one name per row. PostgreSQL: a NOT EXISTS probe per pair instead.
  */
 export const QUEUE_PAUSED_NAMES = `SELECT name FROM queues WHERE paused = 1`;
+
+/** Prepares the schedule and queue statements once per connection. */
+function prepareScheduleStatements(db: Database.Database) {
+  return {
+    insert: db.prepare<Record<string, unknown>, ScheduleRow>(SCHEDULE_INSERT),
+    replace: db.prepare<Record<string, unknown>, ScheduleRow>(SCHEDULE_REPLACE),
+    get: db.prepare<{ id: string }, ScheduleRow>(SCHEDULE_GET),
+    list: db.prepare<Record<string, unknown>, ScheduleRow>(SCHEDULE_LIST),
+    setPaused: db.prepare<Record<string, unknown>, ScheduleRow>(SCHEDULE_SET_PAUSED),
+    delete: db.prepare<{ id: string }>(SCHEDULE_DELETE),
+    deleteUnstartedRuns: db.prepare<{ id: string }>(SCHEDULE_DELETE_UNSTARTED_RUNS),
+    insertRun: db.prepare<Record<string, unknown>, { run_at: number }>(SCHEDULE_INSERT_RUN),
+    advance: db.prepare<Record<string, unknown>, ScheduleRow>(SCHEDULE_ADVANCE),
+    broken: db.prepare<{ limit: number }, ScheduleRow>(SCHEDULE_BROKEN),
+    queuePause: db.prepare<{ name: string; now: number }, QueueRow>(QUEUE_PAUSE),
+    queueResume: db.prepare<{ name: string }, QueueRow>(QUEUE_RESUME),
+    queueList: db.prepare<[], QueueRow>(QUEUE_LIST),
+  };
+}
+
+/**
+ * The schedule and queue statements for one connection, as the steps the store's schedule
+ * operations run (the same steps as PostgresScheduleQueries, without row locks: the store's
+ * BEGIN IMMEDIATE transaction already makes them serial). Writes run inside that transaction.
+ */
+export class SqliteScheduleQueries {
+  private readonly stmt: ReturnType<typeof prepareScheduleStatements>;
+
+  constructor(db: Database.Database) {
+    this.stmt = prepareScheduleStatements(db);
+  }
+
+  /** Inserts a new schedule; null when the id exists (the caller replaces it instead). */
+  insert(spec: ScheduleSpec, nowMs: number): Schedule | null {
+    const row = this.stmt.insert.get(scheduleParams(spec, nowMs));
+    return row ? rowToSchedule(row) : null;
+  }
+
+  /** Replaces an existing schedule's definition, keeping its progress. */
+  replace(spec: ScheduleSpec, nowMs: number): void {
+    this.stmt.replace.run(scheduleParams(spec, nowMs));
+  }
+
+  get(id: string): Schedule | null {
+    const row = this.stmt.get.get({ id });
+    return row ? rowToSchedule(row) : null;
+  }
+
+  /** A schedule that must exist (read back inside the transaction that wrote it). */
+  mustGet(id: string): Schedule {
+    const schedule = this.get(id);
+    if (!schedule) throw new Error(`schedule ${id} vanished inside its own transaction`);
+    return schedule;
+  }
+
+  /** A keyset page by id. */
+  list(afterId: string | undefined, paused: boolean | undefined, limit: number): Schedule[] {
+    const rows = this.stmt.list.all({
+      after_id: afterId ?? '',
+      paused: paused === undefined ? null : paused ? 1 : 0,
+      limit,
+    });
+    return rows.map(rowToSchedule);
+  }
+
+  setPaused(id: string, paused: boolean, nowMs: number): void {
+    this.stmt.setPaused.run({ id, paused: paused ? 1 : 0, now: nowMs });
+  }
+
+  /** Deletes the schedule row; false when there was none. */
+  delete(id: string): boolean {
+    return this.stmt.delete.run({ id }).changes > 0;
+  }
+
+  /** Deletes the schedule's runs that never started. */
+  deleteUnstartedRuns(id: string): void {
+    this.stmt.deleteUnstartedRuns.run({ id });
+  }
+
+  /**
+   * Inserts planned runs (a slot that has a job already is skipped by the unique index) and moves
+   * each schedule's progress columns. Returns the earliest inserted run time, for the wake-up
+   * after commit.
+   */
+  apply(advances: readonly ScheduleAdvance[], nowMs: number): number | null {
+    let earliestMs: number | null = null;
+    for (const advance of advances) {
+      for (const run of advance.runs) {
+        const inserted = this.stmt.insertRun.get({
+          id: advance.scheduleId,
+          slot: run.slot.getTime(),
+          run_at: run.runAt.getTime(),
+          now: nowMs,
+        });
+        if (inserted && (earliestMs === null || inserted.run_at < earliestMs)) earliestMs = inserted.run_at;
+      }
+      this.stmt.advance.run({
+        id: advance.scheduleId,
+        last_slot_at: advance.lastSlotAt?.getTime() ?? null,
+        next_slot_at: advance.nextSlotAt?.getTime() ?? null,
+        next_run_at: advance.nextRunAt?.getTime() ?? null,
+        now: nowMs,
+      });
+    }
+    return earliestMs;
+  }
+
+  /** Active schedules whose latest run is no longer live, up to `limit`. */
+  broken(limit: number): Schedule[] {
+    return this.stmt.broken.all({ limit }).map(rowToSchedule);
+  }
+
+  queuePause(name: string, nowMs: number): QueueState {
+    return rowToQueueState(this.stmt.queuePause.get({ name, now: nowMs }) as QueueRow);
+  }
+
+  queueResume(name: string): QueueState {
+    return rowToQueueState(this.stmt.queueResume.get({ name }) as QueueRow);
+  }
+
+  queueList(): QueueState[] {
+    return this.stmt.queueList.all().map(rowToQueueState);
+  }
+}

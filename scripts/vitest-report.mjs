@@ -1,0 +1,42 @@
+/**
+ * Reads a vitest JSON report into the counts CI's closing line is made of. Shared by
+ * run-tests.mjs (the main suite), run-node-lines.mjs (the other Node lines) and ci-summary.mjs
+ * (the one closing line of .ci/run), so every run is counted the same way.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+
+/**
+ * Counts of one vitest run. A missing or unreadable report counts as one failure: the run broke
+ * before it could say what happened. A file that failed to import has no failing test, yet the run
+ * is broken, so each such file counts as a failure too.
+ *
+ * @param {string} path the JSON report vitest wrote (`--outputFile.json=…`)
+ * @returns {{ passed: number, failed: number, skipped: number, brokenFiles: { name: string, message: string }[], problem?: string }}
+ */
+export function readVitestReport(path) {
+  if (!existsSync(path)) return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], problem: `no report at ${path}` };
+  let result;
+  try {
+    result = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], problem: `unreadable report ${path}: ${error}` };
+  }
+  const brokenFiles = (result.testResults ?? [])
+    .filter((file) => file.status === 'failed' && (file.assertionResults?.length ?? 0) === 0)
+    .map((file) => ({ name: file.name, message: file.message ?? '' }));
+  return {
+    passed: result.numPassedTests ?? 0,
+    failed: (result.numFailedTests ?? 0) + brokenFiles.length,
+    skipped: (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0),
+    brokenFiles,
+  };
+}
+
+/**
+ * The plain closing line CI reads: "N passed, N failed" (", N skipped" only when some were).
+ *
+ * @param {{ passed: number, failed: number, skipped: number }} counts
+ */
+export function closingLine(counts) {
+  return `${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}`;
+}

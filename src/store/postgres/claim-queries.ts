@@ -1,0 +1,220 @@
+/**
+ * The PostgreSQL claim: the statement that leases jobs (one short statement with
+ * `FOR UPDATE SKIP LOCKED`, so many workers claim different rows without waiting on each other
+ * and no lock outlives the call), its in-transaction twin for recurring runs, and the code that
+ * runs them on any {@link Queryable}. Planning the claimed recurring runs' schedules is pure
+ * policy (planClaimedRuns in ../schedule-plan.ts); the store runs it between the two.
+ */
+import type { ClaimedJob } from '../../job/job.js';
+import type { JobClaimParams } from '../store.js';
+import { LEASE_EXPIRED_MESSAGE } from '../store-params.js';
+import { type JobRow, rowToJob } from './job-row.js';
+import { quoteIdentifier } from './migrations.js';
+import {
+  columnsOf,
+  errorEntry,
+  intervalMs,
+  kindAllowed,
+  NOW,
+  parkInsert,
+  pendingTriplesCte,
+  pinned,
+  type Queryable,
+  queueNotPaused,
+} from './sql-fragments.js';
+
+/**
+ * Exhausted lapsed jobs parked by one claim, whatever its limit: a poison job must not take a
+ * claim of 1 and starve healthy jobs, yet a burst of thousands should not make one claim slow.
+ */
+const MAX_PARKED_PER_CLAIM = 1000;
+
+/** The claim SQL for one schema, and the code that runs it on any {@link Queryable}. */
+export class PostgresClaimQueries {
+  private readonly sql: ReturnType<typeof buildClaimSql>;
+
+  constructor(schemaName: string) {
+    this.sql = buildClaimSql(quoteIdentifier(schemaName));
+  }
+
+  /**
+   * The one-statement claim: leases up to `limit` claimable jobs (lapsed leases at maxAttempts are
+   * parked instead), unless a recurring run is among them, in which case it claims nothing and
+   * answers `needsTransaction` (the caller then claims with {@link claimInTransaction}).
+   * The store's claim path.
+   */
+  async claimOrDefer(
+    db: Queryable,
+    params: JobClaimParams,
+  ): Promise<{ jobs: ClaimedJob[]; needsTransaction: boolean }> {
+    // No kind can match an empty list: claim (and park) nothing, without a round trip.
+    if (params.limit <= 0 || params.kinds?.length === 0) return { jobs: [], needsTransaction: false };
+    const result = await db.query<JobRow & { needs_transaction: boolean | null }>(
+      this.sql.claim,
+      this.claimParams(params),
+    );
+    const needsTransaction = result.rows[0]?.needs_transaction === true;
+    const jobs = result.rows.filter((row) => row.id !== null).map((row) => rowToJob(row) as ClaimedJob);
+    return { jobs, needsTransaction };
+  }
+
+  /**
+   * {@link claimOrDefer} without the flag: one-off jobs only. It claims nothing when a recurring
+   * run is among the candidates, so stores call claimOrDefer; this remains for tests of the SQL.
+   */
+  async claim(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
+    return (await this.claimOrDefer(db, params)).jobs;
+  }
+
+  /** The claim inside the caller's transaction, recurring runs included; the caller plans their schedules. */
+  async claimInTransaction(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
+    if (params.limit <= 0 || params.kinds?.length === 0) return [];
+    const result = await db.query<JobRow>(this.sql.claimInTransaction, this.claimParams(params));
+    return result.rows.map((row) => rowToJob(row) as ClaimedJob);
+  }
+
+  private claimParams(params: JobClaimParams): unknown[] {
+    return [
+      pinned(params.now),
+      params.owner,
+      Math.floor(params.limit),
+      params.leaseMs,
+      params.queues ? [...params.queues] : null,
+      params.kinds ? [...params.kinds] : null,
+      params.excludeKinds ? [...params.excludeKinds] : [],
+    ];
+  }
+
+  /** The SQL of the claim, for EXPLAIN in tests (parameters as {@link claim} passes them). */
+  get claimSql(): string {
+    return this.sql.claim;
+  }
+
+  /** The SQL of the in-transaction claim, for EXPLAIN in tests (same parameters). */
+  get claimInTransactionSql(): string {
+    return this.sql.claimInTransaction;
+  }
+}
+
+function buildClaimSql(s: string) {
+  const jobs = `${s}.jobs`;
+  const dead = `${s}.dead_jobs`;
+  const ms = intervalMs;
+  const notPaused = (queue: string) => queueNotPaused(`${s}.queues`, queue);
+
+  /** The claim statement; `fast` refuses (claims nothing) when a recurring run is among the chosen. */
+  function claimStatement(mode: 'fast' | 'transaction'): string {
+    const result =
+      mode === 'fast'
+        ? `SELECT cl.*, b.needs_transaction
+      FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
+      ORDER BY cl.priority, cl.run_at, cl.id`
+        : 'SELECT * FROM claimed ORDER BY priority, run_at, id';
+    return `
+      WITH RECURSIVE ${pendingTriplesCte(jobs, '$5')},
+      due AS (
+        SELECT c.id, c.priority, c.run_at, c.schedule_id, false AS lapsed
+        FROM triples p CROSS JOIN LATERAL (
+          SELECT j.id, j.priority, j.run_at, j.schedule_id FROM ${jobs} j
+          WHERE j.state = 'pending' AND j.queue = p.queue AND j.kind = p.kind AND j.priority = p.priority
+            AND j.run_at <= ${NOW}
+          ORDER BY j.run_at, j.id
+          LIMIT $3
+          FOR UPDATE SKIP LOCKED
+        ) c
+        WHERE ${kindAllowed('p.kind', '$6', '$7')} AND ${notPaused('p.queue')}
+      ),
+      lapsed AS (
+        SELECT j.id, j.priority, j.run_at, j.schedule_id, true AS lapsed FROM ${jobs} j
+        WHERE j.state = 'running' AND j.lease_until <= ${NOW} AND j.attempts < j.max_attempts
+          AND ($5::text[] IS NULL OR j.queue = ANY($5::text[])) AND ${kindAllowed('j.kind', '$6', '$7')}
+          AND ${notPaused('j.queue')}
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+      ),
+      chosen AS (
+        SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) candidates
+        ORDER BY priority, run_at, id LIMIT $3
+      ),
+      scheduled AS (SELECT 1 FROM chosen WHERE schedule_id IS NOT NULL LIMIT 1),
+      exhausted AS (
+        DELETE FROM ${jobs} j
+        WHERE j.id IN (
+          SELECT x.id FROM ${jobs} x
+          WHERE x.state = 'running' AND x.lease_until <= ${NOW} AND x.attempts >= x.max_attempts
+            AND ($5::text[] IS NULL OR x.queue = ANY($5::text[])) AND ${notPaused('x.queue')}
+          ORDER BY x.lease_until
+          LIMIT greatest($3, ${MAX_PARKED_PER_CLAIM})
+          FOR UPDATE SKIP LOCKED
+        )
+        RETURNING j.*
+      ),
+      parked AS (
+        ${parkInsert(
+          dead,
+          'exhausted',
+          `m.errors || jsonb_build_array(${errorEntry(
+            'm.attempts',
+            `'${LEASE_EXPIRED_MESSAGE}; parked after ' || m.attempts || ' attempts'`,
+            `'lease_expired'`,
+            'NULL::text',
+          )})`,
+        )}
+        RETURNING id
+      ),
+      claimed AS (
+        UPDATE ${jobs} j
+        SET state = 'running',
+            lease_until = ${NOW} + ${ms('$4')},
+            lease_owner = $2,
+            token = j.token + 1,
+            attempts = j.attempts + 1,
+            errors = CASE WHEN c.lapsed
+                          THEN j.errors || jsonb_build_array(${errorEntry('j.attempts', `'${LEASE_EXPIRED_MESSAGE}'`, `'lease_expired'`, 'NULL::text')})
+                          ELSE j.errors END
+        FROM chosen c
+        WHERE j.id = c.id${mode === 'fast' ? ' AND NOT EXISTS (SELECT 1 FROM scheduled)' : ''}
+        RETURNING ${columnsOf('j')}
+      )
+      ${result}`;
+  }
+
+  return {
+    /**
+     * claim: leases up to $3 claimable jobs in one statement; no lock outlives it.
+     * Params: $1 now?, $2 owner, $3 limit, $4 lease ms, $5 queues text[] (NULL = all),
+     *   $6 kinds text[] (NULL = all), $7 excluded kinds text[] (empty = none).
+     * Result: the claimed rows after the update (state running, new token and attempts), ordered
+     *   by priority, run_at, id, each with `needs_transaction` false; or, when a chosen candidate
+     *   is a recurring run, no claim at all and one all-NULL row with `needs_transaction` true.
+     * Plan (docs/decisions/0006-kind-aware-claims.md): (1) loose index scan for the distinct
+     * (queue, kind, priority) triples of pending jobs, less the kinds the claimer does not handle
+     * and the paused queues (both filtered per triple, so neither a foreign kind's nor a paused
+     * queue's backlog is ever read); (2) per triple, a bounded range scan `run_at <= now` in
+     * (run_at, id) order on the same index, LIMIT $3, FOR UPDATE SKIP LOCKED, so future-dated rows
+     * are never read and rows another claimer holds are skipped, not waited on; (3) lapsed leases
+     * of allowed kinds from the small running index (`lease_until <= now`); (4) the best $3 of
+     * those candidates by (priority, run_at, id), so priority order holds across kinds.
+     * A lapsed candidate gets a lease_expired errors entry. Lapsed jobs whose attempts already
+     * reached max_attempts (all of them, up to MAX_PARKED_PER_CLAIM per claim, whatever $3, and
+     * of any kind: parking hands nothing out, and the job's own kind's workers may all be gone) are
+     * moved to dead_jobs instead of being handed out,
+     * outside the limit: a poison job that kills its workers must not use up a claim of 1 and
+     * starve the healthy jobs behind it.
+     * Candidates beyond the final $3 stay locked only until this statement commits.
+     * Recurring runs: claiming one must insert the schedule's next run in the same transaction,
+     * which a single statement cannot plan (the policy is TypeScript). So this fast form claims
+     * nothing when any chosen candidate has a schedule_id, and says so; the caller then runs
+     * {@link claimInTransaction}. One-off jobs, the bulk of the traffic, stay one round trip.
+     */
+    claim: claimStatement('fast'),
+
+    /**
+     * claimInTransaction: the same claim for use inside BEGIN … COMMIT, recurring runs included;
+     * the caller plans their schedules before committing.
+     * Params: as claim. Result: the claimed rows, ordered by priority, run_at, id.
+     */
+    claimInTransaction: claimStatement('transaction'),
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * The one place where PostgreSQL rows (snake_case, int8 as text, timestamptz as Date, jsonb
+ * parsed) become Docket's records (camelCase), and where job ids become SQL parameters.
+ */
+import type { AttemptError, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import { parseJobId } from '../store-params.js';
+
+/** The columns of `jobs` (and, with `parked_at`, of `dead_jobs`), in table order. */
+export const JOB_COLUMNS = [
+  'id',
+  'kind',
+  'queue',
+  'payload',
+  'priority',
+  'state',
+  'run_at',
+  'lease_until',
+  'lease_owner',
+  'token',
+  'attempts',
+  'max_attempts',
+  'retry_policy',
+  'errors',
+  'idempotency_key',
+  'timeout_ms',
+  'schedule_id',
+  'schedule_slot',
+  'created_at',
+  'finished_at',
+] as const;
+
+/** A jobs or dead_jobs row as pg returns it (int8 as string, timestamptz as Date, jsonb parsed). */
+export interface JobRow {
+  id: string;
+  kind: string;
+  queue: string;
+  payload: JsonValue;
+  priority: number;
+  state: JobState;
+  run_at: Date;
+  lease_until: Date | null;
+  lease_owner: string | null;
+  token: number;
+  attempts: number;
+  max_attempts: number;
+  retry_policy: RetryPolicy;
+  errors: StoredAttemptError[];
+  idempotency_key: string | null;
+  timeout_ms: number | null;
+  schedule_id: string | null;
+  schedule_slot: Date | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+/** An errors entry as stored in jsonb: `at` is an ISO-8601 string. */
+interface StoredAttemptError {
+  attempt: number;
+  at: string;
+  message: string;
+  kind: AttemptError['kind'];
+  detail?: string;
+}
+
+/** Converts a row to a {@link Job}: the one place snake_case becomes camelCase. */
+export function rowToJob(row: JobRow): Job {
+  return {
+    id: String(row.id),
+    kind: row.kind,
+    queue: row.queue,
+    payload: row.payload,
+    priority: row.priority,
+    state: row.state,
+    runAt: row.run_at,
+    leaseUntil: row.lease_until,
+    leaseOwner: row.lease_owner,
+    token: row.token,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    retryPolicy: row.retry_policy,
+    errors: row.errors.map((entry) => {
+      const error: AttemptError = {
+        attempt: entry.attempt,
+        at: new Date(entry.at),
+        message: entry.message,
+        kind: entry.kind,
+      };
+      if (entry.detail !== undefined) error.detail = entry.detail;
+      return error;
+    }),
+    idempotencyKey: row.idempotency_key,
+    timeoutMs: row.timeout_ms,
+    scheduleId: row.schedule_id,
+    scheduleSlot: row.schedule_slot,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+/**
+ * A job id as a bigint parameter: the one job-id rule ({@link parseJobId}) as canonical decimal
+ * text. Null for anything that cannot name a job, so callers answer not-found/stale instead of
+ * letting PostgreSQL raise "invalid input syntax for type bigint".
+ */
+export function sqlJobId(id: string): string | null {
+  const value = parseJobId(id);
+  return value === null ? null : String(value);
+}

@@ -1,0 +1,90 @@
+/**
+ * SQL fragments shared by the PostgreSQL query files (job, claim, schedule): the pinned-or-database
+ * clock, column lists, the errors entry, the loose index scan over pending (queue, kind,
+ * priority) triples, the kind filter and the park INSERT. Each returns SQL text for an
+ * already-quoted schema; none runs anything.
+ */
+import type pg from 'pg';
+import { JOB_COLUMNS } from './job-row.js';
+
+/** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/** The NOTIFY channel for a schema's wake-ups: one per schema so test schemas do not wake each other. */
+export function wakeChannel(schemaName: string): string {
+  return `docket.${schemaName}.wake`;
+}
+
+/** The database clock, unless the caller pinned an instant. Always parameter $1. */
+export const NOW = 'coalesce($1::timestamptz, now())';
+
+/** A pinned instant as the `$1` of {@link NOW}: null means the database clock. */
+export function pinned(now: Date | undefined): Date | null {
+  return now ?? null;
+}
+
+/** `j.<column>` for every job column, comma-separated. */
+export function columnsOf(alias: string): string {
+  return JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+}
+
+/** The errors entry an attempt leaves: `{attempt, at, message, kind, detail?}` with `at` by the database clock. */
+export function errorEntry(attempt: string, message: string, kind: string, detail: string): string {
+  return `jsonb_strip_nulls(jsonb_build_object('attempt', ${attempt}, 'at', ${NOW}, 'message', ${message}, 'kind', ${kind}, 'detail', ${detail}))`;
+}
+
+/** Epoch milliseconds of a timestamptz, as text: the tiny NOTIFY payload. */
+export function epochMsText(expression: string): string {
+  return `floor(extract(epoch FROM ${expression}) * 1000)::bigint::text`;
+}
+
+/**
+ * Distinct (queue, kind, priority) triples among pending jobs, found by a loose index scan on
+ * jobs_pending_kind_claim_idx: each step is one index probe for the next triple, so the cost is
+ * the number of triples, not the number of rows (a million pending rows of one foreign kind cost
+ * one probe). `queues` is the text[] parameter (NULL = all queues). Callers filter the triples
+ * by kind and pause state before reading any of their rows.
+ */
+export function pendingTriplesCte(jobs: string, queues: string): string {
+  return `triples(queue, kind, priority) AS (
+      (SELECT j.queue, j.kind, j.priority FROM ${jobs} j
+        WHERE j.state = 'pending' AND (${queues}::text[] IS NULL OR j.queue = ANY(${queues}::text[]))
+        ORDER BY j.queue, j.kind, j.priority LIMIT 1)
+      UNION ALL
+      SELECT n.queue, n.kind, n.priority FROM triples p CROSS JOIN LATERAL (
+        SELECT j.queue, j.kind, j.priority FROM ${jobs} j
+        WHERE j.state = 'pending' AND (j.queue, j.kind, j.priority) > (p.queue, p.kind, p.priority)
+          AND (${queues}::text[] IS NULL OR j.queue = ANY(${queues}::text[]))
+        ORDER BY j.queue, j.kind, j.priority LIMIT 1) n
+    )`;
+}
+
+/**
+ * True when `kind` (an SQL expression) passes a claim's kind filter: `kinds` is a text[]
+ * parameter (NULL = every kind; an empty array matches nothing), `excludeKinds` a text[]
+ * parameter that is never NULL (empty = exclude nothing).
+ */
+export function kindAllowed(kind: string, kinds: string, excludeKinds: string): string {
+  return `(${kinds}::text[] IS NULL OR ${kind} = ANY(${kinds}::text[])) AND ${kind} <> ALL(${excludeKinds}::text[])`;
+}
+
+/** The INSERT that parks rows from `source` into dead_jobs with `errors` as their errors array. */
+export function parkInsert(dead: string, source: string, errors: string): string {
+  return `INSERT INTO ${dead} (${JOB_COLUMNS.join(', ')}, parked_at)
+      SELECT m.id, m.kind, m.queue, m.payload, m.priority, 'dead', m.run_at, NULL, m.lease_owner, m.token,
+             m.attempts, m.max_attempts, m.retry_policy, ${errors}, m.idempotency_key, m.timeout_ms,
+             m.schedule_id, m.schedule_slot, m.created_at, ${NOW}, ${NOW}
+      FROM ${source} m`;
+}
+
+/** `param` milliseconds as an interval (param is an SQL expression or placeholder). */
+export function intervalMs(param: string): string {
+  return `(${param}::double precision * interval '1 millisecond')`;
+}
+
+/** True unless `queue` (an SQL expression) is paused: one probe of the tiny `queues` table. */
+export function queueNotPaused(queuesTable: string, queue: string): string {
+  return `NOT EXISTS (SELECT 1 FROM ${queuesTable} pq WHERE pq.name = ${queue} AND pq.paused)`;
+}

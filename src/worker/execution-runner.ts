@@ -1,0 +1,160 @@
+/**
+ * Runs claimed jobs' handlers, one {@link JobExecution} each, and carries out what each
+ * execution's state calls for: the completion, the failed attempt, the release, or nothing (a
+ * lost lease). Counts the handlers holding slots, so the worker knows its free room and shutdown
+ * knows when every handler has settled.
+ */
+import type { Clock } from '../clock/clock.js';
+import type { ClaimedJob } from '../job/job.js';
+import type { JobLease } from '../store/store.js';
+import type { DocketEvents } from './docket-events.js';
+import type { JobCompleter } from './job-completer.js';
+import { JobExecution } from './job-execution.js';
+import type { HandlerOutcome } from './job-executor.js';
+import { createJobContext, invokeHandler } from './job-executor.js';
+import type { AbortReason, JobHandler } from './job-handler.js';
+import { LeaseRenewer } from './lease-renewer.js';
+import type { Logger } from './logger.js';
+import type { OutcomeWriter } from './outcome-writer.js';
+import type { WorkerReporter } from './worker-reporter.js';
+
+/** What an {@link ExecutionRunner} runs with. */
+export interface ExecutionRunnerDependencies {
+  workerId: string;
+  /** Read at each job's start, so handlers registered later are used. */
+  handlers: ReadonlyMap<string, JobHandler<never>>;
+  clock: Clock;
+  logger: Logger;
+  events: DocketEvents;
+  report: WorkerReporter;
+  outcomes: OutcomeWriter;
+  completer: JobCompleter;
+  renewer: LeaseRenewer;
+  /** Keeps an outcome write for shutdown to wait on (and errors from escaping). */
+  track(write: Promise<void>): void;
+  /** A handler let go of its slot: start buffered jobs, claim again. */
+  onSlotFreed(): void;
+}
+
+/** The executions of one worker. */
+export class ExecutionRunner {
+  private readonly executions = new Map<string, JobExecution>();
+  /** Executions whose handler holds a slot (state running or handed_over). */
+  private holdingSlots = 0;
+  private handlersIdle: (() => void) | undefined;
+
+  constructor(private readonly deps: ExecutionRunnerDependencies) {}
+
+  /** Handlers running (holding slots) right now. */
+  get running(): number {
+    return this.holdingSlots;
+  }
+
+  /** Starts `job`'s handler under `lease`; a job whose kind has no handler fails at once. */
+  run(job: ClaimedJob, lease: JobLease): void {
+    const { deps } = this;
+    const execution = new JobExecution(job, lease, deps.clock, {
+      onSlotFreed: () => this.slotFreed(),
+      onFinished: (finished) => {
+        deps.renewer.remove(finished.lease);
+        this.executions.delete(finished.key);
+      },
+    });
+    this.executions.set(execution.key, execution);
+    this.holdingSlots += 1;
+    const handler = deps.handlers.get(job.kind);
+    if (!handler) {
+      execution.failWithoutHandler();
+      const known = [...deps.handlers.keys()];
+      const message =
+        `no handler registered for kind "${job.kind}" on worker ${deps.workerId}` +
+        ` (registered: ${known.length > 0 ? known.map((k) => `"${k}"`).join(', ') : 'none'})`;
+      deps.track(deps.outcomes.fail(execution, { kind: 'thrown', message, detail: undefined }));
+      return;
+    }
+    execution.armTimeout(() => this.cutOff(execution, 'timeout'));
+    if (deps.events.has('started')) {
+      const latenessMs = deps.clock.now() - job.runAt.getTime();
+      deps.events.emit('started', { job, workerId: deps.workerId, latenessMs });
+    }
+    const ctx = createJobContext(job, execution.abort, deps.logger, (transaction) =>
+      deps.outcomes.completeInTransaction(execution, transaction),
+    );
+    const run = invokeHandler(handler, job, ctx, execution.abort, () => {
+      deps.report.counters.discarded += 1;
+    }).then((outcome) => this.afterHandler(execution, outcome));
+    deps.track(run);
+  }
+
+  /** The job running (or finishing) here under `lease`, if any. */
+  jobOf(lease: JobLease): ClaimedJob | undefined {
+    return this.executions.get(LeaseRenewer.key(lease))?.job;
+  }
+
+  /**
+   * The renewer lost `lease`: cuts its handler off, or withdraws its completion still waiting in
+   * a batch (it is then never written).
+   */
+  leaseLost(lease: JobLease): void {
+    const execution = this.executions.get(LeaseRenewer.key(lease));
+    if (!execution) return;
+    if (execution.handlerRunning) this.cutOff(execution, 'lease_lost');
+    else this.deps.completer.withdraw(lease);
+  }
+
+  /** Resolves once no handler runs, or after `graceMs`, whichever is first. */
+  async handlersSettled(graceMs: number): Promise<void> {
+    if (this.holdingSlots === 0) return;
+    const { clock } = this.deps;
+    await new Promise<void>((resolve) => {
+      const timer = clock.setTimeout(resolve, graceMs);
+      this.handlersIdle = () => {
+        clock.clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.handlersIdle = undefined;
+  }
+
+  /** Cuts every running handler off for shutdown; their leases are released. */
+  cutOffAll(): void {
+    for (const execution of [...this.executions.values()]) this.cutOff(execution, 'shutdown');
+  }
+
+  /** The handler settled: writes what its execution says is due. */
+  private async afterHandler(execution: JobExecution, outcome: HandlerOutcome): Promise<void> {
+    const { report } = this.deps;
+    const action = execution.settle(outcome);
+    if (action === 'fail' && outcome.kind === 'threw') {
+      const error = { kind: 'thrown' as const, message: outcome.message, detail: outcome.detail };
+      await this.deps.outcomes.fail(execution, error, outcome.hints);
+    } else if (action === 'completed_in_transaction') {
+      report.completed(execution.job, execution.elapsedMs());
+    } else if (action === 'complete') {
+      const result = await this.deps.completer.complete(execution.lease);
+      execution.finish();
+      if (result === 'done') report.completed(execution.job, execution.elapsedMs());
+      else if (result === 'stale') report.stale(execution.job, 'complete');
+      else report.counters.discarded += 1;
+    }
+  }
+
+  private slotFreed(): void {
+    this.holdingSlots -= 1;
+    if (this.holdingSlots === 0) this.handlersIdle?.();
+    this.deps.onSlotFreed();
+  }
+
+  /** Cuts a running handler off and starts the write its cut-off calls for (none for a lost lease). */
+  private cutOff(execution: JobExecution, reason: AbortReason): void {
+    if (!execution.cutOff(reason)) return;
+    const { outcomes, track } = this.deps;
+    if (reason === 'timeout') {
+      this.deps.report.counters.timedOut += 1;
+      const message = `timed out: ${execution.cutOffMessage('timeout')}`;
+      track(outcomes.fail(execution, { kind: 'timeout', message, detail: undefined }));
+    } else if (reason === 'shutdown') {
+      track(outcomes.release(execution.job, execution.lease, execution));
+    }
+  }
+}
