@@ -69,18 +69,26 @@ describe.runIf(storeKinds().includes('postgres'))('docket work when PostgreSQL d
     await admin.connect();
     try {
       await expect.poll(() => worker.output().stdout, { timeout: 15_000 }).toContain('"msg":"worker started"');
+      // Terminating an idle pooled connection costs the worker nothing (the pool replaces it), so
+      // the worker's claim is first made to wait on a table lock: terminating its backend then
+      // fails a store call in flight, which is what a database restart does.
+      await admin.query('BEGIN');
+      await admin.query(`LOCK TABLE ${db.schema}.jobs IN ACCESS EXCLUSIVE MODE`);
       await expect
         .poll(
-          async () => {
-            const killed = await admin.query(
-              'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
-              [app],
-            );
-            return (killed.rowCount ?? 0) > 0 && worker.output().stdout.includes('docket: store connection lost');
-          },
-          { timeout: 15_000, interval: 300 },
+          async () =>
+            (
+              await admin.query<{ n: number }>(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                [app],
+              )
+            ).rows[0]?.n ?? 0,
+          { timeout: 15_000 },
         )
-        .toBe(true);
+        .toBeGreaterThan(0);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+      await expect.poll(() => worker.output().stdout, { timeout: 15_000 }).toContain('docket: store connection lost');
+      await admin.query('ROLLBACK');
       await expect
         .poll(() => worker.output().stdout, { timeout: 20_000 })
         .toContain('docket: store connection recovered');
