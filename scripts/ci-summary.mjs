@@ -26,6 +26,8 @@ const parts = [];
 
 const main = readVitestReport('.test-report.json');
 parts.push({ name: 'main suite (npm test)', ...main, note: main.problem });
+/** Failing tests, by name, printed just above the closing line so CI's tail shows them. */
+const failedNames = [...main.failedTests, ...main.brokenFiles.map((file) => `${file.name} (failed to load)`)];
 
 if (steps.has('node-lines')) {
   const report = readJson('.node-lines-report.json');
@@ -38,6 +40,7 @@ if (steps.has('node-lines')) {
       skipped: line.skipped ?? 0,
       note: line.problem,
     });
+    for (const name of line.failedTests ?? []) failedNames.push(`[Node ${line.version}] ${name}`);
   }
 }
 
@@ -78,6 +81,10 @@ const total = parts.reduce(
   }),
   { passed: 0, failed: installFailed ? 1 : 0, skipped: 0 },
 );
+if (failedNames.length > 0) {
+  console.log('\nFailed tests');
+  for (const name of failedNames) console.log(`  ${name}`);
+}
 // Nothing may be printed after this line: CI reads it as the run's result.
 console.log(closingLine(total));
 process.exit(total.failed > 0 || total.passed === 0 ? 1 : 0);

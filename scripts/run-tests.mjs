@@ -22,5 +22,6 @@ const run = spawnSync('npx', args, { stdio: 'inherit' });
 const counts = readVitestReport(report);
 if (counts.problem) console.error(`vitest wrote no usable report (exit ${run.status}): ${counts.problem}`);
 for (const file of counts.brokenFiles) console.error(`test file failed to run: ${file.name}\n${file.message}`);
+for (const name of counts.failedTests) console.error(`failed: ${name}`);
 console.log(closingLine(counts));
 process.exit(counts.failed > 0 || counts.passed === 0 || run.status !== 0 ? 1 : 0);

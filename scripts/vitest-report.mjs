@@ -11,25 +11,38 @@ import { existsSync, readFileSync } from 'node:fs';
  * is broken, so each such file counts as a failure too.
  *
  * @param {string} path the JSON report vitest wrote (`--outputFile.json=…`)
- * @returns {{ passed: number, failed: number, skipped: number, brokenFiles: { name: string, message: string }[], problem?: string }}
+ * @returns {{ passed: number, failed: number, skipped: number, brokenFiles: { name: string, message: string }[], failedTests: string[], problem?: string }}
  */
 export function readVitestReport(path) {
-  if (!existsSync(path)) return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], problem: `no report at ${path}` };
+  if (!existsSync(path)) return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], failedTests: [], problem: `no report at ${path}` };
   let result;
   try {
     result = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], problem: `unreadable report ${path}: ${error}` };
+    return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], failedTests: [], problem: `unreadable report ${path}: ${error}` };
   }
   const brokenFiles = (result.testResults ?? [])
     .filter((file) => file.status === 'failed' && (file.assertionResults?.length ?? 0) === 0)
     .map((file) => ({ name: file.name, message: file.message ?? '' }));
+  // Named so that CI's log says which test failed even when only its tail is kept.
+  const failedTests = (result.testResults ?? []).flatMap((file) =>
+    (file.assertionResults ?? [])
+      .filter((test) => test.status === 'failed')
+      .map((test) => `${relativeName(file.name)} > ${test.fullName ?? test.title}`),
+  );
   return {
     passed: result.numPassedTests ?? 0,
     failed: (result.numFailedTests ?? 0) + brokenFiles.length,
     skipped: (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0),
     brokenFiles,
+    failedTests,
   };
+}
+
+/** @param {string} name an absolute test file path */
+function relativeName(name) {
+  const cwd = `${process.cwd()}/`;
+  return name.startsWith(cwd) ? name.slice(cwd.length) : name;
 }
 
 /**
