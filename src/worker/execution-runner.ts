@@ -9,7 +9,7 @@ import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
 import type { DocketEvents } from './docket-events.js';
 import type { JobCompleter } from './job-completer.js';
-import { JobExecution } from './job-execution.js';
+import { JobExecution, type JobExecutionHooks } from './job-execution.js';
 import type { HandlerOutcome } from './job-executor.js';
 import { createJobContext, invokeHandler } from './job-executor.js';
 import type { AbortReason, JobHandler } from './job-handler.js';
@@ -36,12 +36,19 @@ export interface ExecutionRunnerDependencies {
   onSlotFreed(): void;
 }
 
-/** The executions of one worker. */
-export class ExecutionRunner {
+/**
+ * The executions of one worker. It is every execution's {@link JobExecutionHooks} itself, so a
+ * job's run allocates no hook object or closures of its own (the drain's per-job garbage).
+ */
+export class ExecutionRunner implements JobExecutionHooks {
   private readonly executions = new Map<string, JobExecution>();
   /** Executions whose handler holds a slot (state running or handed_over). */
   private holdingSlots = 0;
   private handlersIdle: (() => void) | undefined;
+  /** Told when a handler settles after its cut-off (its result is discarded); one closure for all jobs. */
+  private readonly countDiscarded = (): void => {
+    this.deps.report.counters.discarded += 1;
+  };
 
   constructor(private readonly deps: ExecutionRunnerDependencies) {}
 
@@ -50,16 +57,13 @@ export class ExecutionRunner {
     return this.holdingSlots;
   }
 
-  /** Starts `job`'s handler under `lease`; a job whose kind has no handler fails at once. */
-  run(job: ClaimedJob, lease: JobLease): void {
+  /**
+   * Starts `job`'s handler under `lease` (`key` is its {@link LeaseRenewer.key}, when the caller
+   * has it); a job whose kind has no handler fails at once.
+   */
+  run(job: ClaimedJob, lease: JobLease, key: string = LeaseRenewer.key(lease)): void {
     const { deps } = this;
-    const execution = new JobExecution(job, lease, deps.clock, {
-      onSlotFreed: () => this.slotFreed(),
-      onFinished: (finished) => {
-        deps.renewer.remove(finished.lease);
-        this.executions.delete(finished.key);
-      },
-    });
+    const execution = new JobExecution(job, lease, deps.clock, this, key);
     this.executions.set(execution.key, execution);
     this.holdingSlots += 1;
     const handler = deps.handlers.get(job.kind);
@@ -72,7 +76,7 @@ export class ExecutionRunner {
       deps.track(deps.outcomes.fail(execution, { kind: 'thrown', message, detail: undefined }));
       return;
     }
-    execution.armTimeout(() => this.cutOff(execution, 'timeout'));
+    if (job.timeoutMs !== null) execution.armTimeout(() => this.cutOff(execution, 'timeout'));
     if (deps.events.has('started')) {
       const latenessMs = deps.clock.now() - job.runAt.getTime();
       deps.events.emit('started', { job, workerId: deps.workerId, latenessMs });
@@ -80,9 +84,9 @@ export class ExecutionRunner {
     const ctx = createJobContext(job, execution.abort, deps.logger, (transaction) =>
       deps.outcomes.completeInTransaction(execution, transaction),
     );
-    const run = invokeHandler(handler, job, ctx, execution.abort, () => {
-      deps.report.counters.discarded += 1;
-    }).then((outcome) => this.afterHandler(execution, outcome));
+    const run = invokeHandler(handler, job, ctx, execution.abort, this.countDiscarded).then((outcome) =>
+      this.afterHandler(execution, outcome),
+    );
     deps.track(run);
   }
 
@@ -139,10 +143,17 @@ export class ExecutionRunner {
     }
   }
 
-  private slotFreed(): void {
+  /** {@link JobExecutionHooks.onSlotFreed}: one handler fewer holds a slot. */
+  onSlotFreed(): void {
     this.holdingSlots -= 1;
     if (this.holdingSlots === 0) this.handlersIdle?.();
     this.deps.onSlotFreed();
+  }
+
+  /** {@link JobExecutionHooks.onFinished}: nothing more is written for `execution`; forget its lease. */
+  onFinished(execution: JobExecution): void {
+    this.deps.renewer.remove(execution.lease, execution.key);
+    this.executions.delete(execution.key);
   }
 
   /** Cuts a running handler off and starts the write its cut-off calls for (none for a lost lease). */

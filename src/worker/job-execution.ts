@@ -90,8 +90,9 @@ export class JobExecution {
     readonly lease: JobLease,
     private readonly clock: Clock,
     private readonly hooks: JobExecutionHooks,
+    key: string = LeaseRenewer.key(lease),
   ) {
-    this.key = LeaseRenewer.key(lease);
+    this.key = key;
     this.startedAt = clock.monotonic();
   }
 

@@ -5,12 +5,13 @@
  */
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
-import { LeaseRenewer } from './lease-renewer.js';
+import type { LeaseRenewer } from './lease-renewer.js';
 
-/** One prefetched job and its lease. */
+/** One prefetched job, its lease and the lease's key ({@link LeaseRenewer.key}, computed once at claim). */
 export interface BufferedJob {
   job: ClaimedJob;
   lease: JobLease;
+  key: string;
 }
 
 /** The order claims hand jobs out in: priority, then run time, then id. */
@@ -43,20 +44,16 @@ export class PrefetchBuffer {
   }
 
   /**
-   * Hands out waiting jobs in order while `wanted()` says a slot is free. Each is removed before
-   * `start` sees it, so a start that frees its slot at once (no handler) may re-enter safely.
+   * Removes and returns the next job in claim order, if any. It is removed before the caller starts
+   * it, so a start that frees its slot at once (no handler) may take the next one safely.
    */
-  drain(wanted: () => boolean, start: (entry: BufferedJob) => void): void {
-    while (wanted()) {
-      const next = this.entries.shift();
-      if (!next) return;
-      start(next);
-    }
+  next(): BufferedJob | undefined {
+    return this.entries.shift();
   }
 
   /** Removes and returns the job whose lease has `key` (`<id>:<token>`), if it waits here. */
   take(key: string): BufferedJob | undefined {
-    const index = this.entries.findIndex((entry) => LeaseRenewer.key(entry.lease) === key);
+    const index = this.entries.findIndex((entry) => entry.key === key);
     return index >= 0 ? this.entries.splice(index, 1)[0] : undefined;
   }
 

@@ -50,7 +50,7 @@ import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
 import { OutcomeWriter } from './outcome-writer.js';
-import { PrefetchBuffer } from './prefetch-buffer.js';
+import { type BufferedJob, PrefetchBuffer } from './prefetch-buffer.js';
 import type { ResolvedWorkerOptions, WorkerOptions } from './worker-options.js';
 import { resolveWorkerOptions } from './worker-options.js';
 import { WorkerReporter, type WorkerStats } from './worker-reporter.js';
@@ -322,18 +322,19 @@ export class Worker {
   }
 
   private onClaimed(jobs: ClaimedJob[], sentAt: number): void {
-    const batch: { job: ClaimedJob; lease: JobLease }[] = [];
+    const batch: BufferedJob[] = [];
     for (const job of jobs) {
       const lease: JobLease = { id: job.id, token: job.token };
+      const key = LeaseRenewer.key(lease);
       this.report.counters.claimed += 1;
-      this.renewer.add(lease, sentAt);
+      this.renewer.add(lease, sentAt, key);
       if (this.state !== 'running') {
         // A claim that was in flight when stop began: give the job straight back.
         this.track(this.outcomes.release(job, lease));
         continue;
       }
       if (this.deps.events.has('claimed')) this.deps.events.emit('claimed', { job, workerId: this.id });
-      batch.push({ job, lease });
+      batch.push({ job, lease, key });
     }
     this.buffer.addBatch(batch);
     this.startBuffered();
@@ -345,12 +346,11 @@ export class Worker {
     if (this.startingBuffered) return;
     this.startingBuffered = true;
     try {
-      this.buffer.drain(
-        () => this.state === 'running' && this.runner.running < this.options.concurrency,
-        (next) => {
-          if (this.renewer.holds(next.lease)) this.runner.run(next.job, next.lease);
-        },
-      );
+      while (this.state === 'running' && this.runner.running < this.options.concurrency) {
+        const next = this.buffer.next();
+        if (!next) break;
+        if (this.renewer.holds(next.lease, next.key)) this.runner.run(next.job, next.lease, next.key);
+      }
     } finally {
       this.startingBuffered = false;
     }
