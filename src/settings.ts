@@ -177,13 +177,14 @@ const WORKER_SPECS = {
   },
   prefetch: {
     kind: 'integer',
-    description: 'jobs claimed ahead of free slots and held leased in a local buffer',
-    defaultText: String(WORKER_DEFAULTS.prefetch),
+    description:
+      "jobs claimed ahead of free slots and held leased in a local buffer: 'auto' sizes it from the backlog and rate, 0 claims only for free slots",
+    defaultText: WORKER_DEFAULTS.prefetchAuto ? 'auto' : String(WORKER_DEFAULTS.prefetch),
   },
   claimBatchSize: {
     kind: 'integer',
     description: 'most jobs leased by one claim',
-    defaultText: 'min(concurrency + prefetch, 1000)',
+    defaultText: "min(concurrency + prefetch, 1000), prefetch counting as 500 when 'auto'",
   },
   maxConcurrentClaims: {
     kind: 'integer',

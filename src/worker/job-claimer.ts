@@ -42,13 +42,16 @@ export interface JobClaimerOptions {
    * Claims smaller than this wait for more room, unless handler slots would otherwise idle: with a
    * prefetch buffer, a round trip per freed slot would cost more than the buffer saves. 1 = no wait.
    */
-  minClaimSize: number;
+  minClaimSize(): number;
   /** Room for new jobs right now, buffer included (before subtracting claims in flight). */
   freeSlots(): number;
   /** Handler slots with no job to run, neither running nor buffered (before claims in flight). */
   idleSlots(): number;
-  /** Receives every claimed job, synchronously after its claim returns (also while stopping); `sentAt` is the clock's monotonic ms when the claim was sent. */
-  onClaimed(jobs: ClaimedJob[], sentAt: number): void;
+  /**
+   * Receives every claimed job, synchronously after its claim returns (also while stopping);
+   * `sentAt` is the clock's monotonic ms when the claim was sent, `limit` how many it asked for.
+   */
+  onClaimed(jobs: ClaimedJob[], sentAt: number, limit: number): void;
   onError(error: unknown, operation: string): void;
   /** Told after every claim the store answered (the worker logs a recovered store connection). */
   onClaimAnswered?: (() => void) | undefined;
@@ -212,7 +215,7 @@ export class JobClaimer {
     while (this.maybeDue && this.claims.size < this.options.maxConcurrentClaims) {
       const free = this.options.freeSlots() - this.reserved;
       if (free <= 0) return;
-      if (free < this.options.minClaimSize && this.options.idleSlots() - this.reserved <= 0) return;
+      if (free < this.options.minClaimSize() && this.options.idleSlots() - this.reserved <= 0) return;
       this.startClaim(Math.min(free, this.options.claimBatchSize));
     }
   }
@@ -258,7 +261,7 @@ export class JobClaimer {
     if (jobs.length >= limit) this.maybeDue = true;
     else if (this.generation === generation) this.maybeDue = false;
     try {
-      this.options.onClaimed(jobs, sentAt);
+      this.options.onClaimed(jobs, sentAt, limit);
     } catch (error) {
       this.options.onError(error, 'dispatch');
     }

@@ -4,6 +4,7 @@
  * interval too close to the lease, above all, lets a healthy job's lease lapse between two beats,
  * so another worker steals it and the job runs twice.
  */
+
 import { hostname } from 'node:os';
 import { ConfigurationError } from '../job/errors.js';
 import { describe, validateKind, validateQueue } from '../job/job-spec.js';
@@ -13,6 +14,7 @@ import {
   MIN_REGISTRY_TTL_MS,
   REGISTRY_REFRESHES_PER_TTL,
 } from '../routing/worker-registration.js';
+import { AUTO_PREFETCH_MAX } from './adaptive-prefetch.js';
 
 /** What a caller may set on a worker; every field has a default. */
 export interface WorkerOptions {
@@ -58,10 +60,15 @@ export interface WorkerOptions {
    * Jobs claimed ahead of free slots and held leased (and heartbeated) in a local buffer, so a freed
    * slot starts its next job without a database round trip; released at once on stop. Buffered
    * jobs are started in priority order, but a job of higher priority submitted later waits behind
-   * the buffer, and another worker cannot take what this one holds. Default 0 (claim only for free slots).
+   * the buffer, and another worker cannot take what this one holds.
+   *
+   * Default `'auto'`: only while claims come back full (a backlog deeper than one claim), the
+   * buffer holds what this worker finishes in about 250 ms at its observed rate, at most 500; with
+   * no backlog, or slow handlers, it is empty (see adaptive-prefetch.ts). A number fixes the
+   * buffer; `0` claims only for free slots, so across workers jobs start in strict priority order.
    */
-  prefetch?: number | undefined;
-  /** Most jobs leased by one claim; default min(concurrency + prefetch, 1000). */
+  prefetch?: number | 'auto' | undefined;
+  /** Most jobs leased by one claim; default min(concurrency + prefetch, 1000), prefetch counting as 500 when `'auto'`. */
   claimBatchSize?: number | undefined;
   /** Claims in flight at once, so the next batch is on its way while one is being leased; default 2. */
   maxConcurrentClaims?: number | undefined;
@@ -86,7 +93,10 @@ export interface ResolvedWorkerOptions {
   heartbeatIntervalMs: number;
   pollIntervalMs: number;
   shutdownGraceMs: number;
+  /** The fixed buffer, or with {@link prefetchAuto} its ceiling. */
   prefetch: number;
+  /** Whether the buffer follows the observed backlog and rate (`prefetch: 'auto'`, the default). */
+  prefetchAuto: boolean;
   claimBatchSize: number;
   maxConcurrentClaims: number;
   completionBatchSize: number;
@@ -127,10 +137,12 @@ const KNOWN = new Set<string>([
   'completionFlushMs',
 ]);
 
-function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
+function integer(name: string, value: unknown, fallback: number, min: number, max: number, orElse = ''): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value)) {
-    throw new ConfigurationError(`worker option ${name} must be an integer, got ${describe(value)}`);
+    throw new ConfigurationError(
+      `worker option ${name} must be an integer${orElse ? ` ${orElse}` : ''}, got ${describe(value)}`,
+    );
   }
   if (value < min || value > max) {
     throw new ConfigurationError(`worker option ${name} must be between ${min} and ${max}, got ${value}`);
@@ -175,7 +187,8 @@ export function resolveWorkerOptions(
         `A third of the lease (${Math.floor(leaseMs / 3)} ms) is the recommended interval.`,
     );
   }
-  const prefetch = integer('prefetch', options.prefetch, 0, 0, 100_000);
+  const prefetchAuto = options.prefetch === undefined || options.prefetch === 'auto';
+  const prefetch = prefetchAuto ? AUTO_PREFETCH_MAX : integer('prefetch', options.prefetch, 0, 0, 100_000, "or 'auto'");
   let queues: readonly string[] | undefined;
   if (options.queues !== undefined) {
     if (!Array.isArray(options.queues) || options.queues.length === 0) {
@@ -244,6 +257,7 @@ export function resolveWorkerOptions(
     ),
     shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, 10_000, 0, day),
     prefetch,
+    prefetchAuto,
     claimBatchSize: integer(
       'claimBatchSize',
       options.claimBatchSize,

@@ -39,6 +39,7 @@ import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease, Store } from '../store/store.js';
+import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ClaimKinds } from './claim-kinds.js';
 import type { DocketEvents } from './docket-events.js';
 import { ExecutionRunner } from './execution-runner.js';
@@ -101,6 +102,8 @@ export class Worker {
   /** Runs handlers and counts those holding slots (a job with no handler holds one only while it starts). */
   private readonly runner: ExecutionRunner;
   private readonly buffer = new PrefetchBuffer();
+  /** The buffer's size policy with `prefetch: 'auto'` (the default); undefined when it is fixed. */
+  private readonly autoPrefetch: AdaptivePrefetch | undefined;
   private startingBuffered = false;
   private readonly renewer: LeaseRenewer;
   private readonly completer: JobCompleter;
@@ -121,6 +124,7 @@ export class Worker {
     const clock = this.clock;
     this.logger = childLogger(deps.logger, { workerId: this.id });
     this.report = new WorkerReporter(this.id, this.logger, deps.events, clock);
+    this.autoPrefetch = this.options.prefetchAuto ? new AdaptivePrefetch(clock, this.options.prefetch) : undefined;
     this.claimKinds = new ClaimKinds({
       handlers: deps.handlers,
       kinds: this.options.kinds,
@@ -152,10 +156,13 @@ export class Worker {
       pollIntervalMs: this.options.pollIntervalMs,
       claimBatchSize: this.options.claimBatchSize,
       maxConcurrentClaims: this.options.maxConcurrentClaims,
-      minClaimSize: this.options.prefetch > 0 ? Math.max(1, Math.ceil(this.options.prefetch / 2)) : 1,
+      minClaimSize: () => {
+        const prefetch = this.prefetch();
+        return prefetch > 0 ? Math.max(1, Math.ceil(prefetch / 2)) : 1;
+      },
       freeSlots: () => this.freeSlots(),
       idleSlots: () => this.idleSlots(),
-      onClaimed: (jobs, sentAt) => this.onClaimed(jobs, sentAt),
+      onClaimed: (jobs, sentAt, limit) => this.onClaimed(jobs, sentAt, limit),
       onError,
       onClaimAnswered: () => this.report.storeAnswered(),
       random: deps.random,
@@ -182,6 +189,7 @@ export class Worker {
       renewer: this.renewer,
       track: (write) => this.track(write),
       onSlotFreed: () => {
+        this.autoPrefetch?.settled();
         this.startBuffered();
         this.claimer.slotFreed();
       },
@@ -313,7 +321,12 @@ export class Worker {
     if (this.state !== 'running') return 0;
     // Backpressure: while outcome writes pile up (a slow or failing database), claim nothing more.
     if (this.writes.size > this.options.concurrency * 4 + 1000) return 0;
-    return this.options.concurrency + this.options.prefetch - this.runner.running - this.buffer.size;
+    return this.options.concurrency + this.prefetch() - this.runner.running - this.buffer.size;
+  }
+
+  /** Jobs to hold beyond the free slots now: the fixed `prefetch`, or the automatic one's current target. */
+  private prefetch(): number {
+    return this.autoPrefetch ? this.autoPrefetch.current() : this.options.prefetch;
   }
 
   private idleSlots(): number {
@@ -321,7 +334,8 @@ export class Worker {
     return this.options.concurrency - this.runner.running - this.buffer.size;
   }
 
-  private onClaimed(jobs: ClaimedJob[], sentAt: number): void {
+  private onClaimed(jobs: ClaimedJob[], sentAt: number, limit: number): void {
+    this.autoPrefetch?.claimAnswered(jobs.length, limit);
     const batch: BufferedJob[] = [];
     for (const job of jobs) {
       const lease: JobLease = { id: job.id, token: job.token };

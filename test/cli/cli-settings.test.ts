@@ -78,9 +78,15 @@ describe('the settings cover every option', () => {
       `${sqlite.pollIntervalMs} on SQLite, ${postgres.pollIntervalMs} on PostgreSQL (LISTEN/NOTIFY wakes it)`,
     );
     expect(defaultOf('--shutdown-grace-ms')).toBe(String(postgres.shutdownGraceMs));
-    expect(defaultOf('--prefetch')).toBe(String(postgres.prefetch));
-    expect(defaultOf('--claim-batch-size')).toBe('min(concurrency + prefetch, 1000)');
+    expect(postgres.prefetchAuto).toBe(true);
+    expect(defaultOf('--prefetch')).toBe('auto');
+    expect(defaultOf('--claim-batch-size')).toBe(
+      "min(concurrency + prefetch, 1000), prefetch counting as 500 when 'auto'",
+    );
     expect(resolveWorkerOptions({ concurrency: 7, prefetch: 5 }).claimBatchSize).toBe(12);
+    expect(resolveWorkerOptions({ concurrency: 7 }).claimBatchSize).toBe(507);
+    expect(resolveWorkerOptions({ concurrency: 7, prefetch: 'auto' }).prefetchAuto).toBe(true);
+    expect(resolveWorkerOptions({ prefetch: 0 }).prefetchAuto).toBe(false);
     expect(defaultOf('--max-concurrent-claims')).toBe(String(postgres.maxConcurrentClaims));
     expect(defaultOf('--completion-batch-size')).toBe(String(postgres.completionBatchSize));
     expect(defaultOf('--completion-flush-ms')).toBe(String(postgres.completionFlushMs));

@@ -15,10 +15,13 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
   const dockets = useInProcessDockets(kind, 'worker-prefetch');
   const { open } = dockets;
 
-  it('refuses a negative or fractional prefetch', async () => {
+  it('refuses a negative or fractional prefetch, or a word other than auto', async () => {
     const docket = await open();
     expect(() => docket.worker({ prefetch: -1 })).toThrow(ConfigurationError);
     expect(() => docket.worker({ prefetch: 1.5 })).toThrow(/prefetch/);
+    expect(() => docket.worker({ prefetch: 'max' as never })).toThrow(
+      /prefetch must be an integer or 'auto', got "max"/,
+    );
     expect(docket.worker({ concurrency: 4, prefetch: 6 }).options.claimBatchSize).toBe(10);
   });
 
@@ -126,5 +129,53 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     await expect.poll(() => worker.stats.completed, { timeout: 5000 }).toBe(1);
     await worker.stop();
     expect(started).toEqual([0]);
+  });
+
+  it('by default (auto) buffers ahead on a deep backlog of quick jobs, and runs each once', async () => {
+    const docket = await open();
+    const runs = new Map<number, number>();
+    docket.handle<{ i: number }>('prefetch.auto', async (payload) => {
+      runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
+    });
+    const total = 3000;
+    await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind: 'prefetch.auto', payload: { i } })));
+    const worker = docket.worker({ ...QUICK, concurrency: 4 });
+    expect(worker.options.prefetchAuto).toBe(true);
+    let mostBuffered = 0;
+    docket.events.on('started', () => {
+      mostBuffered = Math.max(mostBuffered, worker.bufferedCount);
+    });
+    await worker.start();
+    await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
+    await worker.stop();
+    // Claims of 4 (the free slots) would never buffer anything: the backlog made the buffer grow.
+    expect(mostBuffered).toBeGreaterThan(4);
+    expect(runs.size).toBe(total);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+  });
+
+  it('by default (auto) holds no buffer for slow handlers: other workers can take the rest', async () => {
+    const docket = await open();
+    docket.handle('prefetch.slow', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+    });
+    await docket.submitMany(Array.from({ length: 8 }, (_, i) => ({ kind: 'prefetch.slow', payload: { i } })));
+    const worker = docket.worker({ ...QUICK, concurrency: 2 });
+    // What the worker holds leased, sampled from the database: never more than its two slots.
+    let mostLeased = 0;
+    const sampler = setInterval(() => {
+      void docket.listJobs({ states: ['running'] }).then((jobs) => {
+        mostLeased = Math.max(mostLeased, jobs.length);
+      });
+    }, 25);
+    try {
+      await worker.start();
+      await expect.poll(() => worker.stats.completed, { timeout: 20_000, interval: 50 }).toBe(8);
+    } finally {
+      clearInterval(sampler);
+      await worker.stop();
+    }
+    // Under three jobs a second finish here: a buffered job would wait longer than the window.
+    expect(mostLeased).toBe(2);
   });
 });

@@ -1,0 +1,73 @@
+/**
+ * The automatic prefetch's rule, on a manual clock: a buffer only while claims come back full,
+ * sized to what the worker finishes in the window at its observed rate, capped, and gone when the
+ * backlog is, or when handlers are slow.
+ */
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock/clock.js';
+import { AdaptivePrefetch, AUTO_PREFETCH_MAX, AUTO_PREFETCH_WINDOW_MS } from '../../src/worker/adaptive-prefetch.js';
+
+/** `count` handlers settling evenly over `ms` on `clock`. */
+function settleOver(clock: ManualClock, prefetch: AdaptivePrefetch, count: number, ms: number): void {
+  for (let i = 0; i < count; i += 1) {
+    clock.advance(ms / count);
+    prefetch.settled();
+  }
+}
+
+describe('AdaptivePrefetch', () => {
+  it('holds nothing before any claim, and nothing while claims come back short', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    expect(prefetch.current()).toBe(0);
+    settleOver(clock, prefetch, 1000, 500);
+    expect(prefetch.current()).toBe(0);
+    prefetch.claimAnswered(3, 10);
+    expect(prefetch.current()).toBe(0);
+  });
+
+  it('buffers what the worker finishes in the window while the backlog is deeper than a claim', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    // 400 jobs per second.
+    settleOver(clock, prefetch, 400, 1000);
+    prefetch.claimAnswered(10, 10);
+    expect(prefetch.ratePerSecond()).toBeCloseTo(400, -1);
+    expect(prefetch.current()).toBe(Math.floor((400 * AUTO_PREFETCH_WINDOW_MS) / 1000));
+    // The backlog ran out: the next claim came back short, so nothing more is held.
+    prefetch.claimAnswered(4, 110);
+    expect(prefetch.current()).toBe(0);
+  });
+
+  it('is capped, and the cap is the constructor’s', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    settleOver(clock, prefetch, 20_000, 1000);
+    prefetch.claimAnswered(510, 510);
+    expect(prefetch.current()).toBe(AUTO_PREFETCH_MAX);
+    const small = new AdaptivePrefetch(clock, 7);
+    settleOver(clock, small, 20_000, 1000);
+    small.claimAnswered(1, 1);
+    expect(small.current()).toBe(7);
+  });
+
+  it('gives slow handlers no buffer: a job would wait longer than the window for its slot', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    // Two slots, one-second handlers: two jobs per second.
+    settleOver(clock, prefetch, 2, 1000);
+    prefetch.claimAnswered(2, 2);
+    expect(prefetch.current()).toBe(0);
+  });
+
+  it('forgets an old rate: after a quiet spell it starts again from what happens next', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    settleOver(clock, prefetch, 4000, 1000);
+    prefetch.claimAnswered(10, 10);
+    expect(prefetch.current()).toBeGreaterThan(100);
+    clock.advance(10_000);
+    expect(prefetch.ratePerSecond()).toBe(0);
+    expect(prefetch.current()).toBe(0);
+  });
+});
