@@ -14,12 +14,20 @@ import { existsSync, readFileSync } from 'node:fs';
  * @returns {{ passed: number, failed: number, skipped: number, brokenFiles: { name: string, message: string }[], failedTests: string[], problem?: string }}
  */
 export function readVitestReport(path) {
-  if (!existsSync(path)) return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], failedTests: [], problem: `no report at ${path}` };
+  if (!existsSync(path))
+    return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], failedTests: [], problem: `no report at ${path}` };
   let result;
   try {
     result = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    return { passed: 0, failed: 1, skipped: 0, brokenFiles: [], failedTests: [], problem: `unreadable report ${path}: ${error}` };
+    return {
+      passed: 0,
+      failed: 1,
+      skipped: 0,
+      brokenFiles: [],
+      failedTests: [],
+      problem: `unreadable report ${path}: ${error}`,
+    };
   }
   const brokenFiles = (result.testResults ?? [])
     .filter((file) => file.status === 'failed' && (file.assertionResults?.length ?? 0) === 0)
