@@ -4,7 +4,8 @@
  * like the chaos harness's: never the shared cluster on 5432) while a producer submits under load,
  * and a seeded nemesis takes the database away 20 times: `pg_ctlcluster stop -m immediate` (no
  * checkpoint: crash recovery on start) followed by a start, mixed with `pg_terminate_backend` of
- * every Docket backend. Asserted: no worker process exits, every acknowledged job completes, each
+ * every Docket backend; a `docket serve` process runs on the same database. Asserted: no worker
+ * (or server) process exits, every acknowledged job completes, each
  * worker logs the loss and the recovery once per outage at most (not once per retry), and recovery
  * is bounded: the first job claimed after the database accepts connections again is claimed
  * within 2 s, as the harness measures it.
@@ -194,8 +195,22 @@ describe('workers ride through a database that restarts under them', () => {
       });
       workers.push(worker);
     }
+    // `docket serve` on the same database: its store and its built-in worker must ride through too.
+    const server = startDocket(['serve', '--db', url, '--port', '0', '--log-level', 'warn']);
+    void server.exited.then((result) => exits.push(`serve: code ${result.code} signal ${result.signal}`));
+    cleanups.push(async () => {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    });
     await expect
-      .poll(async () => (await producer.listWorkers()).length, { timeout: 30_000, interval: 100 })
+      .poll(() => /serving on (http:\/\/\S+)/.exec(server.output().stderr)?.[1], { timeout: 30_000 })
+      .toBeTruthy();
+    const serveUrl = /serving on (http:\/\/\S+)/.exec(server.output().stderr)?.[1] as string;
+    await expect
+      .poll(async () => (await producer.listWorkers()).filter((w) => w.id.startsWith('restart-w')).length, {
+        timeout: 30_000,
+        interval: 100,
+      })
       .toBe(WORKERS);
 
     // The producer: 5 jobs every 100 ms (50/s) for the whole run. A submit that fails during an
@@ -298,7 +313,7 @@ describe('workers ride through a database that restarts under them', () => {
       seed: SEED,
       restartsSurvived: restarts,
       backendsTerminatedRounds: terminates,
-      workerExits: exits.length,
+      processExits: exits.length,
       acknowledged: acknowledged.length,
       submitErrorsDuringOutages: submitErrors,
       lost: notDone,
@@ -326,12 +341,14 @@ describe('workers ride through a database that restarts under them', () => {
       expect(lostLines[i], context).toBeLessThanOrEqual(FAULTS);
       expect(recoveredLines[i], context).toBe(lostLines[i]);
     }
-    for (const worker of workers) worker.child.kill('SIGTERM');
-    const stopped = await Promise.all(workers.map((w) => w.exited));
+    // The server's store answers again (GET /ready checks it) without a restart of the process.
+    expect((await fetch(`${serveUrl}/ready`)).status, context).toBe(200);
+    for (const child of [...workers, server]) child.child.kill('SIGTERM');
+    const stopped = await Promise.all([...workers, server].map((w) => w.exited));
     expect(
       stopped.map((s) => s.code),
       context,
-    ).toEqual(workers.map(() => 0));
+    ).toEqual([...workers, server].map(() => 0));
   }, 170_000);
 
   it('brings the LISTEN connection back after a restart, reporting loss and recovery once each', async () => {
