@@ -3,10 +3,12 @@
  * take them as flags and environment variables, and a bad value is refused (exit 2) by the
  * library's own rule, naming where it came from, before any store is opened or created.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { resolveStoreTarget } from '../../src/cli/open-cli-docket.js';
+import { loadServerConfig } from '../../src/http/server-config.js';
 import { runDocketInProcess } from './run-docket.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'docket-cli-connopt-'));
@@ -96,5 +98,20 @@ describe('connection options on the command line', () => {
     ]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout.trim()).toMatch(/^\d+$/);
+  });
+
+  it('takes "listenUrl": false from a config file shared by work and serve', () => {
+    const file = join(dir, 'shared.json');
+    writeFileSync(file, JSON.stringify({ listenUrl: false, statementTimeoutMs: 20_000 }));
+    expect(resolveStoreTarget({ config: file }, { env: {} }).options).toMatchObject({
+      listenUrl: false,
+      statementTimeoutMs: 20_000,
+    });
+    expect(loadServerConfig({ file, env: {} }).docketOptions).toMatchObject({
+      listenUrl: false,
+      statementTimeoutMs: 20_000,
+    });
+    writeFileSync(file, JSON.stringify({ listenUrl: 5 }));
+    expect(() => loadServerConfig({ file, env: {} })).toThrow(/listenUrl .*must be a postgres:\/\/ URL, or false/);
   });
 });
