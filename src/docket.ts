@@ -110,6 +110,7 @@ const STORE_OPTION_NAMES = Object.keys({
   poolSize: true,
   connectTimeoutMs: true,
   wakeHorizonMs: true,
+  listenUrl: true,
   busyTimeoutMs: true,
   synchronous: true,
 } as const satisfies Record<keyof OpenStoreOptions, true>) as (keyof OpenStoreOptions)[];

@@ -87,6 +87,12 @@ const STORE_SPECS = {
     description: 'PostgreSQL: a submit wakes listening workers only for jobs due within this many ms',
     defaultText: '5000',
   },
+  listenUrl: {
+    kind: 'string',
+    description:
+      'PostgreSQL: a direct (unpooled) URL to LISTEN for wake-ups on, for a --db behind a transaction pooler; false: no LISTEN, poll only',
+    defaultText: 'the store URL itself',
+  },
   busyTimeoutMs: {
     kind: 'integer',
     description: "SQLite: how long a writer waits for another process's write lock, ms",

@@ -19,6 +19,14 @@ export interface OpenStoreOptions {
   connectTimeoutMs?: number | undefined;
   /** PostgreSQL: a submit notifies listeners only when one of its jobs is due within this many ms (default 5000). */
   wakeHorizonMs?: number | undefined;
+  /**
+   * PostgreSQL: where wake-ups are LISTENed for. Unset: on a connection to the store URL itself
+   * (right for a direct connection). A `postgres://` URL: on a direct connection to that server,
+   * for a store URL that goes through a transaction pooler (pgbouncer `pool_mode = transaction`),
+   * where LISTEN cannot work. `false`: no LISTEN at all; other processes' submits are found by
+   * polling only (`capabilities.listenNotify` is false), this store's own still wake its workers.
+   */
+  listenUrl?: string | false | undefined;
   /** SQLite: how long a writer waits for another process's write lock, ms (default 5000). */
   busyTimeoutMs?: number | undefined;
   /**

@@ -80,6 +80,7 @@ import {
 } from './checked-out-client.js';
 import { PostgresClaimQueries } from './claim-queries.js';
 import { PostgresJobQueries } from './job-queries.js';
+import { resolveListenConnection } from './listen-connection.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
 import { type Queryable, wakeChannel } from './sql-fragments.js';
@@ -176,17 +177,14 @@ export { isTransientConnectionError };
 
 /** The {@link Store} on PostgreSQL. */
 export class PostgresStore implements Store {
-  readonly capabilities: StoreCapabilities = Object.freeze({
-    listenNotify: true,
-    skipLocked: true,
-    callerTransactions: true,
-  });
+  readonly capabilities: StoreCapabilities;
 
   /** The schema holding this store's tables. */
   readonly schema: string;
 
   private readonly pool: pg.Pool;
-  private readonly connection: pg.ClientConfig;
+  /** The LISTEN connection's settings; null when `listenUrl: false` (polling only). */
+  private readonly listenConnection: pg.ClientConfig | null;
   private readonly queries: PostgresJobQueries;
   private readonly claims: PostgresClaimQueries;
   private readonly schedules: PostgresScheduleQueries;
@@ -198,9 +196,14 @@ export class PostgresStore implements Store {
   private listenerStarting: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(pool: pg.Pool, connection: pg.ClientConfig, schema: string, wakeHorizonMs: number) {
+  private constructor(pool: pg.Pool, listenConnection: pg.ClientConfig | null, schema: string, wakeHorizonMs: number) {
     this.pool = pool;
-    this.connection = connection;
+    this.listenConnection = listenConnection;
+    this.capabilities = Object.freeze({
+      listenNotify: listenConnection !== null,
+      skipLocked: true,
+      callerTransactions: true,
+    });
     this.schema = schema;
     this.queries = new PostgresJobQueries(schema);
     this.claims = new PostgresClaimQueries(schema);
@@ -211,7 +214,8 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Connects, creates the schema if missing and runs pending migrations under an advisory lock.
+   * Connects, creates the schema if missing and runs pending migrations under an advisory lock
+   * (transaction-scoped, so it holds through a transaction pooler too: migrations.ts).
    * The schema comes from `options.schema`, else the URL's `?schema=`, else `docket`.
    */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
@@ -226,6 +230,7 @@ export class PostgresStore implements Store {
       throw new ConfigurationError(`wakeHorizonMs must be a non-negative number, got ${wakeHorizonMs}`);
     }
     const connection: pg.ClientConfig = { connectionString: split.url };
+    const listenConnection = resolveListenConnection(options.listenUrl, schema, connection);
     const pool = new pg.Pool({ ...connection, ...POSTGRES_POOL_SETTINGS, max: poolSize });
     // An idle pooled client whose server connection dies emits 'error' on the pool; unhandled,
     // that event would crash the process. The next query simply gets a fresh connection.
@@ -251,7 +256,7 @@ export class PostgresStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
-    return new PostgresStore(pool, connection, schema, wakeHorizonMs);
+    return new PostgresStore(pool, listenConnection, schema, wakeHorizonMs);
   }
 
   /** The pool, for tests and for callers that share it. */
@@ -289,8 +294,11 @@ export class PostgresStore implements Store {
       if (!atomic) return this.queries.submit(client, params, this.wakeHorizonMs);
       return inSavepoint(client, () => this.queries.submit(client, params, this.wakeHorizonMs));
     }
-    if (!atomic) return this.queries.submit(this.pool, params, this.wakeHorizonMs);
-    return this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs));
+    const results = atomic
+      ? await this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs))
+      : await this.queries.submit(this.pool, params, this.wakeHorizonMs);
+    this.wakeLocallyForSubmits(results);
+    return results;
   }
 
   /**
@@ -356,16 +364,22 @@ export class PostgresStore implements Store {
     return this.transactions.acceptRepeatedCompletions(this.pool, params.leases, outcomes);
   }
 
-  jobFail(params: JobFailParams): Promise<FailOutcome> {
-    return this.queries.fail(this.pool, params);
+  async jobFail(params: JobFailParams): Promise<FailOutcome> {
+    const outcome = await this.queries.fail(this.pool, params);
+    if (outcome.outcome === 'retry') this.wakeLocally({ runAt: outcome.runAt });
+    return outcome;
   }
 
-  jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
-    return this.queries.release(this.pool, params);
+  async jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
+    const outcome = await this.queries.release(this.pool, params);
+    if (outcome === 'released') this.wakeLocally({ runAt: null });
+    return outcome;
   }
 
-  jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
-    return this.queries.releaseByOwner(this.pool, params);
+  async jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
+    const released = await this.queries.releaseByOwner(this.pool, params);
+    if (released > 0) this.wakeLocally({ runAt: null });
+    return released;
   }
 
   jobCancel(params: JobCancelParams): Promise<CancelOutcome> {
@@ -392,8 +406,10 @@ export class PostgresStore implements Store {
     return this.queries.deadLetterList(this.pool, params);
   }
 
-  deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
-    return this.queries.deadLetterRetry(this.pool, params);
+  async deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
+    const job = await this.queries.deadLetterRetry(this.pool, params);
+    if (job !== null) this.wakeLocally({ runAt: job.runAt });
+    return job;
   }
 
   deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
@@ -542,9 +558,9 @@ export class PostgresStore implements Store {
   async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
     if (this.closed) throw new ConfigurationError('PostgresStore.subscribe: the store is closed');
     this.listeners.add(listener);
-    if (!this.listener) {
+    if (!this.listener && this.listenConnection !== null) {
       this.listener = new WakeUpListener({
-        connection: this.connection,
+        connection: this.listenConnection,
         channel: wakeChannel(this.schema),
         onWakeUp: (wakeUp) => {
           for (const each of [...this.listeners]) each(wakeUp);
@@ -568,6 +584,43 @@ export class PostgresStore implements Store {
     this.listeners.clear();
     await this.stopListener();
     await this.pool.end();
+  }
+
+  /**
+   * With `listenUrl: false` nothing LISTENs, so the NOTIFY a write sends reaches nobody; this
+   * store's own subscribers (its workers, the HTTP claim waiter) are then told in-process after the
+   * write committed, as the Store contract promises ("in this process"). Other processes' writes
+   * are found by polling. With LISTEN on, the NOTIFY already comes back and this does nothing.
+   * Writes inside a caller's transaction are not announced: their commit is not ours to see.
+   */
+  private wakeLocally(wakeUp: WakeUp): void {
+    if (this.listenConnection !== null || this.listeners.size === 0) return;
+    for (const listener of [...this.listeners]) {
+      // After the caller's await resumes: a listener that claims at once must see the new rows,
+      // and a throwing listener must not fail a write that already committed.
+      queueMicrotask(() => {
+        try {
+          listener(wakeUp);
+        } catch {
+          // A listener's failure is its own; a wake-up is a hint by contract.
+        }
+      });
+    }
+  }
+
+  /**
+   * The in-process wake-up for a submit: the earliest new job, if it is due within the wake
+   * horizon (the same rule the NOTIFY follows). Judged on this machine's clock: it only decides
+   * whether to send a hint, and the woken claimer asks the database what is due.
+   */
+  private wakeLocallyForSubmits(results: SubmitResult[]): void {
+    if (this.listenConnection !== null) return;
+    let earliest: Date | null = null;
+    for (const result of results) {
+      if (result.created && (earliest === null || result.runAt < earliest)) earliest = result.runAt;
+    }
+    if (earliest !== null && earliest.getTime() <= Date.now() + this.wakeHorizonMs)
+      this.wakeLocally({ runAt: earliest });
   }
 
   private async stopListener(): Promise<void> {
