@@ -168,6 +168,7 @@ const SAMPLE_FILE: Record<string, unknown> = {
   poolSize: 7,
   connectTimeoutMs: 1500,
   wakeHorizonMs: 2500,
+  listenUrl: 'postgres://listener@127.0.0.1:5432/shared',
   busyTimeoutMs: 1234,
   synchronous: 'full',
   retentionMs: 3_600_000,

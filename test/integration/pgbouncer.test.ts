@@ -12,7 +12,13 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigurationError, Docket, type WorkerOptions } from '../../src/index.js';
 import { migrationLockKey, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { acquirePgbouncer, pgbouncerAvailable, type RunningPgbouncer, targetOf } from '../support/pgbouncer.js';
+import {
+  acquirePgbouncer,
+  pgbouncerAvailable,
+  type RunningPgbouncer,
+  startPgbouncer,
+  targetOf,
+} from '../support/pgbouncer.js';
 import { createTestDatabase, POSTGRES_URL, storeKinds, type TestDatabase } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
 
@@ -191,5 +197,24 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
       db.schema,
     ]);
     expect(schema?.n).toBe(0);
+  });
+
+  it('explains a pooler that refuses the pool’s startup parameter, naming ignore_startup_parameters', async () => {
+    // pgbouncer as installed: no ignore_startup_parameters, so the pool's
+    // idle_in_transaction_session_timeout is refused with "unsupported startup parameter".
+    const strict = await startPgbouncer({ ...targetOf(POSTGRES_URL), ignoreStartupParameters: [] });
+    try {
+      const opening = Docket.open({
+        url: strict.url(new URL(POSTGRES_URL).pathname.slice(1)),
+        schema: 'never_created',
+        connectTimeoutMs: 0,
+      });
+      await expect(opening).rejects.toBeInstanceOf(ConfigurationError);
+      await expect(opening).rejects.toThrow(
+        /startup parameter idle_in_transaction_session_timeout .*ignore_startup_parameters/,
+      );
+    } finally {
+      await strict.stop();
+    }
   });
 });

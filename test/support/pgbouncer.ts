@@ -36,6 +36,8 @@ export interface PgbouncerTarget {
   password?: string | undefined;
   host: string;
   port: number;
+  /** Startup parameters it accepts and drops; default {@link PGBOUNCER_IGNORED_STARTUP_PARAMETERS}. */
+  ignoreStartupParameters?: readonly string[] | undefined;
 }
 
 /** The main cluster as the tests' direct URL names it. */
@@ -104,6 +106,7 @@ function runAsIds(): { uid: number; gid: number } | null {
 }
 
 function iniText(dir: string, port: number, target: PgbouncerTarget): string {
+  const ignored = target.ignoreStartupParameters ?? PGBOUNCER_IGNORED_STARTUP_PARAMETERS;
   return `;; Written by test/support/pgbouncer.ts for one test process.
 [databases]
 * = host=${target.host} port=${target.port}
@@ -117,11 +120,11 @@ auth_file = ${join(dir, 'userlist.txt')}
 admin_users = ${target.user}
 pool_mode = transaction
 ;; Tests open many stores (10 connections each) at once: room for all of them.
-max_client_conn = 1000
+max_client_conn = 500
 default_pool_size = 20
 ;; Docket's own idle-in-transaction guard cannot pass through (see the ignored parameters).
 idle_transaction_timeout = 60
-ignore_startup_parameters = ${PGBOUNCER_IGNORED_STARTUP_PARAMETERS.join(', ')}
+${ignored.length === 0 ? ';; no ignore_startup_parameters' : `ignore_startup_parameters = ${ignored.join(', ')}`}
 ;; Logs go to stderr, which the test reads for "listening on".
 log_connections = 0
 log_disconnections = 0
@@ -163,13 +166,19 @@ function waitUntilListening(child: ChildProcess, port: number): Promise<'listeni
   return new Promise((resolve) => {
     let log = '';
     const listening = new RegExp(`listening on 127\\.0\\.0\\.1:${port}\\b`);
+    // A taken port is only a WARNING to pgbouncer, which then runs on its unix socket alone.
+    const portTaken = new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}\\b[^\\n]*`);
     const timer = setTimeout(() => {
       finish(`no "listening on" within ${START_TIMEOUT_MS} ms; log: ${log.slice(-500)}`);
       child.kill('SIGKILL');
     }, START_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       log += chunk.toString('utf8');
-      if (listening.test(log)) finish('listening');
+      const taken = portTaken.exec(log);
+      if (taken) {
+        child.kill('SIGKILL');
+        finish(taken[0]);
+      } else if (listening.test(log)) finish('listening');
     };
     const onExit = (code: number | null, signal: string | null) =>
       finish(`exited (code ${code}, signal ${signal}); log: ${log.slice(-500)}`);

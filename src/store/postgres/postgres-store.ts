@@ -80,10 +80,10 @@ import {
 } from './checked-out-client.js';
 import { PostgresClaimQueries } from './claim-queries.js';
 import { PostgresJobQueries } from './job-queries.js';
-import { resolveListenConnection } from './listen-connection.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
 import { type Queryable, wakeChannel } from './sql-fragments.js';
+import { explainPoolerRefusal, resolveListenConnection } from './transaction-pooler.js';
 import { callerTransaction, PostgresTransactionQueries } from './transaction-queries.js';
 import { WakeUpListener } from './wake-up-listener.js';
 import { PostgresWorkerQueries } from './worker-queries.js';
@@ -251,7 +251,7 @@ export class PostgresStore implements Store {
         const delayMs = Math.min(2000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
         if (!isTransientConnectionError(error) || Date.now() + delayMs > giveUpAt) {
           await pool.end().catch(() => {});
-          throw error;
+          throw explainPoolerRefusal(error);
         }
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }

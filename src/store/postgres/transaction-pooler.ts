@@ -1,0 +1,77 @@
+/**
+ * What a PostgreSQL store needs to know about transaction poolers (pgbouncer `pool_mode =
+ * transaction`; docs/decisions/0007-transaction-poolers.md). Docket never relies on session
+ * state on its pooled connections (no session advisory locks, no SET, no named prepared
+ * statements, every table schema-qualified), so nothing tells it a pooler is there. Two things
+ * remain, both here:
+ *
+ * - Where to LISTEN (the `listenUrl` option). LISTEN is session state: the server delivers a
+ *   notification to the session that listened. Through a transaction pooler a client's statements
+ *   run on whichever server session is free, so a LISTEN lands on a pooled session that is handed
+ *   to other clients afterwards: notifications go to the wrong client or nowhere, and no error
+ *   says so. Behind such a pooler, name a direct server URL to LISTEN on, or `false` for polling.
+ * - A clear error when the pooler refuses a startup parameter the pool sends
+ *   (`idle_in_transaction_session_timeout`): pgbouncer answers "unsupported startup parameter"
+ *   unless told to ignore it.
+ */
+import type pg from 'pg';
+import { ConfigurationError } from '../../job/errors.js';
+import { redactStoreUrl } from '../open-store.js';
+
+/**
+ * The connection a store's wake-up listener opens, or null for no LISTEN at all. `storeConnection`
+ * is the store's own (used when `listenUrl` is unset); `schema` is the store's resolved schema.
+ */
+export function resolveListenConnection(
+  listenUrl: unknown,
+  schema: string,
+  storeConnection: pg.ClientConfig,
+): pg.ClientConfig | null {
+  if (listenUrl === undefined) return storeConnection;
+  // The text "false" is how a flag, an environment variable or a config file says `false`.
+  if (listenUrl === false || listenUrl === 'false') return null;
+  if (typeof listenUrl !== 'string' || !/^postgres(ql)?:\/\//i.test(listenUrl)) {
+    throw new ConfigurationError(
+      `listenUrl must be a postgres:// URL of a direct (unpooled) connection, or false for no LISTEN (polling only), got ${describe(listenUrl)}`,
+    );
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(listenUrl);
+  } catch {
+    throw new ConfigurationError('listenUrl is not a valid PostgreSQL URL');
+  }
+  // The channel is named after the store's schema; a different schema here would listen on
+  // another store's wake-ups and never on this one's.
+  const listenSchema = parsed.searchParams.get('schema');
+  if (listenSchema !== null && listenSchema !== schema) {
+    throw new ConfigurationError(
+      `listenUrl names schema ${JSON.stringify(listenSchema)} but the store uses ${JSON.stringify(schema)}; ` +
+        'leave ?schema= out of listenUrl (the store URL or the schema option decides it)',
+    );
+  }
+  parsed.searchParams.delete('schema');
+  return { connectionString: parsed.toString() };
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(redactStoreUrl(value)) : `${typeof value} ${String(value)}`;
+}
+
+/**
+ * The error to show for `error` from opening a store: a pooler's refusal of a startup parameter
+ * becomes a {@link ConfigurationError} that names the parameter and the pgbouncer setting that
+ * lets it through; anything else is returned unchanged.
+ */
+export function explainPoolerRefusal(error: unknown): unknown {
+  const message = error instanceof Error ? error.message : '';
+  const refused = /unsupported startup parameter: ?(\S+)/i.exec(message);
+  if (!refused) return error;
+  const explained = new ConfigurationError(
+    `the server refused the startup parameter ${refused[1]} that Docket's pool sends (${message}); ` +
+      `a pooler such as pgbouncer does this: add ${refused[1]} to its ignore_startup_parameters and set the ` +
+      'same guard on the pooler or the database role instead (docs/operations.md, "pgbouncer")',
+  );
+  explained.cause = error;
+  return explained;
+}
