@@ -53,11 +53,18 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
   const databases: TestDatabase[] = [];
   const dockets: Docket[] = [];
 
+  let setupError: unknown;
   beforeAll(async () => {
-    const acquired = await acquirePgbouncer(targetOf(POSTGRES_URL));
-    bouncer = acquired.bouncer;
-    releaseBouncer = acquired.release;
-    expect((await bouncer.config()).get('pool_mode')).toBe('transaction');
+    // Rethrown by every test (see freshDatabase), so a missing pgbouncer in CI counts as failed
+    // tests with the install command, not as skipped ones.
+    try {
+      const acquired = await acquirePgbouncer(targetOf(POSTGRES_URL));
+      bouncer = acquired.bouncer;
+      releaseBouncer = acquired.release;
+      expect((await bouncer.config()).get('pool_mode')).toBe('transaction');
+    } catch (error) {
+      setupError = error;
+    }
   });
 
   afterEach(async () => {
@@ -70,6 +77,7 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
   });
 
   async function freshDatabase(): Promise<TestDatabase> {
+    if (setupError !== undefined) throw setupError;
     const db = await createTestDatabase('postgres-pgbouncer');
     databases.push(db);
     return db;
@@ -202,6 +210,7 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
   it('explains a pooler that refuses the pool’s startup parameter, naming ignore_startup_parameters', async () => {
     // pgbouncer as installed: no ignore_startup_parameters, so the pool's
     // idle_in_transaction_session_timeout is refused with "unsupported startup parameter".
+    if (setupError !== undefined) throw setupError;
     const strict = await startPgbouncer({ ...targetOf(POSTGRES_URL), ignoreStartupParameters: [] });
     try {
       const opening = Docket.open({

@@ -68,8 +68,13 @@ export const PGBOUNCER_IGNORED_STARTUP_PARAMETERS = [
   'options',
 ];
 
-/** The path of the pgbouncer binary, or null when it is not installed. */
+/**
+ * The path of the pgbouncer binary, or null when it is not installed. DOCKET_TEST_PGBOUNCER names
+ * another binary (a build elsewhere; a missing path stands for "not installed").
+ */
 export function pgbouncerBinary(): string | null {
+  const named = process.env.DOCKET_TEST_PGBOUNCER;
+  if (named !== undefined && named !== '') return existsSync(named) ? named : null;
   for (const candidate of PGBOUNCER_CANDIDATES) if (existsSync(candidate)) return candidate;
   try {
     const found = execFileSync('sh', ['-c', 'command -v pgbouncer'], { encoding: 'utf8' }).trim();
