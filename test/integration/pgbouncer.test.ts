@@ -8,10 +8,14 @@
  *
  * Runs when pgbouncer is installed, and always in CI, where a missing pgbouncer fails the file.
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigurationError, Docket, type WorkerOptions } from '../../src/index.js';
 import { migrationLockKey, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { describeRun, startDocket } from '../cli/run-docket.js';
 import {
   acquirePgbouncer,
   pgbouncerAvailable,
@@ -184,6 +188,61 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
     await worker.stop();
     console.log(`pgbouncer, listenUrl direct, poll 60 s: submit to handler start in ${wakeMs} ms`);
     expect(wakeMs).toBeLessThan(5000);
+  });
+
+  it('runs jobs end to end in a real `docket work --listen-url false` process through the pooler, and exits 0 on SIGTERM', async () => {
+    const db = await freshDatabase();
+    const dir = mkdtempSync(join(tmpdir(), 'docket-pgbouncer-work-'));
+    const marksFile = join(dir, 'marks.jsonl');
+    writeFileSync(
+      join(dir, 'handlers.mjs'),
+      `import { appendFileSync } from 'node:fs';
+export default {
+  'pooled.cli': async (payload, ctx) => {
+    appendFileSync(process.env.DOCKET_TEST_MARKS, JSON.stringify({ id: ctx.jobId, attempt: ctx.attempt }) + '\\n');
+  },
+};
+`,
+    );
+    const submitter = await openDocket({ url: db.url, listenUrl: false });
+    const worker = startDocket(
+      [
+        'work',
+        '--db',
+        db.url,
+        '--listen-url',
+        'false',
+        '--handlers',
+        join(dir, 'handlers.mjs'),
+        '--concurrency',
+        '4',
+        '--poll-interval-ms',
+        '100',
+        '--shutdown-grace-ms',
+        '500',
+        '--id',
+        'pooled-cli',
+      ],
+      { env: { DOCKET_TEST_MARKS: marksFile } },
+    );
+    try {
+      const ids: string[] = [];
+      for (let n = 0; n < 20; n++) ids.push((await submitter.submit({ kind: 'pooled.cli', payload: { n } })).id);
+      for (const id of ids) {
+        await expect.poll(async () => (await submitter.getJob(id))?.state, { timeout: 30_000 }).toBe('done');
+      }
+      const marks = readFileSync(marksFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { id: string });
+      expect(marks.map((mark) => mark.id).sort()).toEqual([...ids].sort());
+      expect(await listenSessions(db.schema as string)).toBe(0);
+    } finally {
+      worker.child.kill('SIGTERM');
+      const result = await worker.exited;
+      rmSync(dir, { recursive: true, force: true });
+      expect(result.code, describeRun(result)).toBe(0);
+    }
   });
 
   it('refuses a listenUrl that is not a postgres:// URL or false, without printing its password and before connecting', async () => {
