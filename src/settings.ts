@@ -90,7 +90,7 @@ const STORE_SPECS = {
   listenUrl: {
     kind: 'string',
     description:
-      'PostgreSQL: a direct (unpooled) URL to LISTEN for wake-ups on, for a --db behind a transaction pooler; false: no LISTEN, poll only',
+      'PostgreSQL: a direct (unpooled) URL to LISTEN for wake-ups on, for a --db behind a transaction pooler; off: no LISTEN, poll only',
     defaultText: 'the store URL itself',
   },
   busyTimeoutMs: {

@@ -25,6 +25,7 @@ export interface OpenStoreOptions {
    * for a store URL that goes through a transaction pooler (pgbouncer `pool_mode = transaction`),
    * where LISTEN cannot work. `false`: no LISTEN at all; other processes' submits are found by
    * polling only (`capabilities.listenNotify` is false), this store's own still wake its workers.
+   * Flags, environment variables and config files say `false` as the text `off` (or `false`).
    */
   listenUrl?: string | false | undefined;
   /** SQLite: how long a writer waits for another process's write lock, ms (default 5000). */

@@ -190,7 +190,7 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
     expect(wakeMs).toBeLessThan(5000);
   });
 
-  it('runs jobs end to end in a real `docket work --listen-url false` process through the pooler, and exits 0 on SIGTERM', async () => {
+  it('runs jobs end to end in a real `docket work --listen-url off` process through the pooler, and exits 0 on SIGTERM', async () => {
     const db = await freshDatabase();
     const dir = mkdtempSync(join(tmpdir(), 'docket-pgbouncer-work-'));
     const marksFile = join(dir, 'marks.jsonl');
@@ -211,7 +211,7 @@ export default {
         '--db',
         db.url,
         '--listen-url',
-        'false',
+        'off',
         '--handlers',
         join(dir, 'handlers.mjs'),
         '--concurrency',
@@ -242,6 +242,14 @@ export default {
       const result = await worker.exited;
       rmSync(dir, { recursive: true, force: true });
       expect(result.code, describeRun(result)).toBe(0);
+    }
+  });
+
+  it('reads the text "off" or "false" (flags, environment, config files) as listenUrl false', async () => {
+    const db = await freshDatabase();
+    for (const text of ['off', 'false', 'OFF']) {
+      const docket = await openDocket({ url: db.url, listenUrl: text });
+      expect(docket.store.capabilities.listenNotify, text).toBe(false);
     }
   });
 

@@ -28,11 +28,11 @@ export function resolveListenConnection(
   storeConnection: pg.ClientConfig,
 ): pg.ClientConfig | null {
   if (listenUrl === undefined) return storeConnection;
-  // The text "false" is how a flag, an environment variable or a config file says `false`.
-  if (listenUrl === false || listenUrl === 'false') return null;
+  // The text "off" or "false" is how a flag, an environment variable or a config file says `false`.
+  if (listenUrl === false || (typeof listenUrl === 'string' && /^(off|false)$/i.test(listenUrl.trim()))) return null;
   if (typeof listenUrl !== 'string' || !/^postgres(ql)?:\/\//i.test(listenUrl)) {
     throw new ConfigurationError(
-      `listenUrl must be a postgres:// URL of a direct (unpooled) connection, or false for no LISTEN (polling only), got ${describe(listenUrl)}`,
+      `listenUrl must be a postgres:// URL of a direct (unpooled) connection, or false ("off") for no LISTEN (polling only), got ${describe(listenUrl)}`,
     );
   }
   let parsed: URL;
