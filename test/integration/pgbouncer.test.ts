@@ -256,10 +256,10 @@ export default {
   it('refuses a listenUrl that is not a postgres:// URL or false, without printing its password and before connecting', async () => {
     const db = await freshDatabase();
     const refusals: [unknown, RegExp][] = [
-      ['mysql://admin:hunter2@db/app', /listenUrl must be a postgres:\/\/ URL/],
-      [42, /listenUrl must be a postgres:\/\/ URL .*number 42/],
-      [true, /listenUrl must be a postgres:\/\/ URL/],
-      [`${POSTGRES_URL}?schema=some_other_schema`, /listenUrl names schema "some_other_schema"/],
+      ['mysql://admin:hunter2@db/app', /listenUrl must be a postgres:\/\/ URL.*mysql:\/\/admin:\*\*\*@db/],
+      [42, /listenUrl must be a postgres:\/\/ URL.*42/],
+      [true, /listenUrl must be a postgres:\/\/ URL.*true/],
+      ['postgres://', /listenUrl must be a postgres:\/\/ URL/],
     ];
     for (const [listenUrl, message] of refusals) {
       const opening = Docket.open({ url: db.url, listenUrl: listenUrl as string });

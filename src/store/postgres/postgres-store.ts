@@ -230,7 +230,7 @@ export class PostgresStore implements Store {
       throw new ConfigurationError(`wakeHorizonMs must be a non-negative number, got ${wakeHorizonMs}`);
     }
     const connection: pg.ClientConfig = { connectionString: split.url };
-    const listenConnection = resolveListenConnection(options.listenUrl, schema, connection);
+    const listenConnection = resolveListenConnection(options.listenUrl, connection);
     const pool = new pg.Pool({ ...connection, ...POSTGRES_POOL_SETTINGS, max: poolSize });
     // An idle pooled client whose server connection dies emits 'error' on the pool; unhandled,
     // that event would crash the process. The next query simply gets a fresh connection.

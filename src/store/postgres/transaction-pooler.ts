@@ -20,36 +20,25 @@ import { redactStoreUrl } from '../open-store.js';
 
 /**
  * The connection a store's wake-up listener opens, or null for no LISTEN at all. `storeConnection`
- * is the store's own (used when `listenUrl` is unset); `schema` is the store's resolved schema.
+ * is the store's own (used when `listenUrl` is unset).
  */
-export function resolveListenConnection(
-  listenUrl: unknown,
-  schema: string,
-  storeConnection: pg.ClientConfig,
-): pg.ClientConfig | null {
+export function resolveListenConnection(listenUrl: unknown, storeConnection: pg.ClientConfig): pg.ClientConfig | null {
   if (listenUrl === undefined) return storeConnection;
   // The text "off" or "false" is how a flag, an environment variable or a config file says `false`.
   if (listenUrl === false || (typeof listenUrl === 'string' && /^(off|false)$/i.test(listenUrl.trim()))) return null;
-  if (typeof listenUrl !== 'string' || !/^postgres(ql)?:\/\//i.test(listenUrl)) {
+  if (typeof listenUrl !== 'string' || !/^postgres(ql)?:\/\/./i.test(listenUrl.trim())) {
     throw new ConfigurationError(
       `listenUrl must be a postgres:// URL of a direct (unpooled) connection, or false ("off") for no LISTEN (polling only), got ${describe(listenUrl)}`,
     );
   }
   let parsed: URL;
   try {
-    parsed = new URL(listenUrl);
+    parsed = new URL(listenUrl.trim());
   } catch {
     throw new ConfigurationError('listenUrl is not a valid PostgreSQL URL');
   }
-  // The channel is named after the store's schema; a different schema here would listen on
-  // another store's wake-ups and never on this one's.
-  const listenSchema = parsed.searchParams.get('schema');
-  if (listenSchema !== null && listenSchema !== schema) {
-    throw new ConfigurationError(
-      `listenUrl names schema ${JSON.stringify(listenSchema)} but the store uses ${JSON.stringify(schema)}; ` +
-        'leave ?schema= out of listenUrl (the store URL or the schema option decides it)',
-    );
-  }
+  // listenUrl names a connection only: the channel is named after the store's own schema, and a
+  // ?schema= left in the URL would reach the server as an (unknown) startup parameter.
   parsed.searchParams.delete('schema');
   return { connectionString: parsed.toString() };
 }
