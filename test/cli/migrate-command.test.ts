@@ -19,6 +19,7 @@ import { describeRun, runDocketInProcess } from './run-docket.js';
 const LATEST: Record<StoreKind, number[]> = {
   sqlite: SQLITE_MIGRATIONS.map((m) => m.version),
   postgres: POSTGRES_MIGRATIONS.map((m) => m.version),
+  'postgres-pgbouncer': POSTGRES_MIGRATIONS.map((m) => m.version),
 };
 
 /** Runs a whole SQL script against the test database, as an operator would with sqlite3 or psql. */

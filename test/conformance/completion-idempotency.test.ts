@@ -6,12 +6,12 @@
  * 100 s after the epoch) so every lease is exact.
  */
 import { describe, expect, it } from 'vitest';
-import { storeKinds } from '../support/stores.js';
+import { conformanceStoreKinds } from '../support/stores.js';
 import { PARK, spec, submitOne, t, thrown, useConformanceDatabase } from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
 
-describe.each(storeKinds())('%s store: idempotent completion', (kind) => {
+describe.each(conformanceStoreKinds())('%s store: idempotent completion', (kind) => {
   const { store, nextQueue } = useConformanceDatabase(kind, 'idem');
 
   async function claimOne(queue: string, now: Date, owner = 'worker-1') {

@@ -77,15 +77,23 @@ export interface ConformanceHarness {
 export function useConformanceDatabase(kind: StoreKind, queuePrefix: string): ConformanceHarness {
   let db: TestDatabase | undefined;
   let opened: Store | undefined;
+  let setupError: unknown;
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    opened = await db.open();
+    // A setup failure (PostgreSQL or pgbouncer missing in CI) is rethrown by every test, so each
+    // counts as failed with the real reason; a throwing beforeAll would report them as skipped.
+    try {
+      db = await createTestDatabase(kind);
+      opened = await db.open();
+    } catch (error) {
+      setupError = error;
+    }
   });
   afterAll(async () => {
     await opened?.close();
     await db?.drop();
   });
   const current = (): Store => {
+    if (setupError !== undefined) throw setupError;
     if (!opened) throw new Error('the conformance store is used before beforeAll opened it');
     return opened;
   };

@@ -4,12 +4,12 @@
  * unchanged against every store; time is pinned (`t(100)` is 100 s after the epoch).
  */
 import { describe, expect, it } from 'vitest';
-import { storeKinds } from '../support/stores.js';
+import { conformanceStoreKinds } from '../support/stores.js';
 import { spec, t, useConformanceDatabase } from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
 
-describe.each(storeKinds())('%s store: release by owner', (kind) => {
+describe.each(conformanceStoreKinds())('%s store: release by owner', (kind) => {
   const { store, nextQueue } = useConformanceDatabase(kind, 'owner');
 
   it('releases every lease of that owner and no other, due at once with the attempt given back', async () => {

@@ -10,12 +10,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictError, ValidationError } from '../../src/job/errors.js';
 import type { Store, WorkerRegistration } from '../../src/store/store.js';
-import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
+import { conformanceStoreKinds, createTestDatabase, type TestDatabase } from '../support/stores.js';
 import { spec, submitOne, t, useConformanceDatabase } from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
 
-describe.each(storeKinds())('%s store: routing conformance', (storeKind) => {
+describe.each(conformanceStoreKinds())('%s store: routing conformance', (storeKind) => {
   const { store, nextQueue } = useConformanceDatabase(storeKind, 'route');
 
   /** Claims everything claimable in `queue` at `now` with the given kind filter, one claim at a time. */

@@ -12,7 +12,7 @@ import type { Job } from '../../src/job/job.js';
 import { jitterOffsetMs } from '../../src/schedule/jitter.js';
 import { normalizeScheduleSpec, type ScheduleInput, type ScheduleSpec } from '../../src/schedule/schedule.js';
 import type { Store } from '../../src/store/store.js';
-import { storeKinds } from '../support/stores.js';
+import { conformanceStoreKinds } from '../support/stores.js';
 import { PARK, spec, thrown, useConformanceDatabase } from './conformance-helpers.js';
 
 const LEASE_MS = 30_000;
@@ -27,7 +27,7 @@ function plusMs(date: Date, ms: number): Date {
   return new Date(date.getTime() + ms);
 }
 
-describe.each(storeKinds())('%s store: schedules and paused queues', (kind) => {
+describe.each(conformanceStoreKinds())('%s store: schedules and paused queues', (kind) => {
   const { store, nextQueue, withFreshStore } = useConformanceDatabase(kind, 'sched');
 
   /** A validated schedule in its own queue, every minute in UTC unless overridden. */

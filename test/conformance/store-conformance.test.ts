@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import type { Job } from '../../src/job/job.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/job/job-spec.js';
 import type { Store, WakeUp } from '../../src/store/store.js';
-import { storeKinds } from '../support/stores.js';
+import { conformanceStoreKinds } from '../support/stores.js';
 import {
   PARK,
   retryIn,
@@ -28,7 +28,7 @@ import {
 const LEASE_MS = 30_000;
 const UNKNOWN_ID = '987654321';
 
-describe.each(storeKinds())('%s store conformance', (kind) => {
+describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
   const { store, nextQueue, withFreshStore, openAnother } = useConformanceDatabase(kind, 'conf');
 
   async function mustGet(id: string): Promise<Job> {

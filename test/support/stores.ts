@@ -2,6 +2,11 @@
  * Test access to real databases. Every test file gets its own PostgreSQL schema (or SQLite file)
  * so files can run in parallel. PostgreSQL is required: when it cannot be reached the tests fail,
  * they never skip, unless a developer explicitly sets DOCKET_SKIP_POSTGRES=1 outside CI.
+ *
+ * A third kind, `postgres-pgbouncer`, is the same PostgreSQL reached through a real pgbouncer in
+ * `pool_mode = transaction` (test/support/pgbouncer.ts) with `listenUrl: false`: no session state
+ * at all on the pooled connections, wake-ups by polling. The conformance suite runs on it
+ * ({@link conformanceStoreKinds}); in CI a missing pgbouncer fails it rather than skipping it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,16 +15,27 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
+import { acquirePgbouncer, pgbouncerAvailable, targetOf } from './pgbouncer.js';
 
 /** The PostgreSQL server the tests use. */
 export const POSTGRES_URL = process.env.DOCKET_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-export type StoreKind = 'sqlite' | 'postgres';
+export type StoreKind = 'sqlite' | 'postgres' | 'postgres-pgbouncer';
 
 /** Which stores a suite runs against. PostgreSQL is left out only on an explicit local opt-out. */
 export function storeKinds(): StoreKind[] {
   const skipPostgres = process.env.DOCKET_SKIP_POSTGRES === '1' && process.env.CI !== 'true';
   return skipPostgres ? ['sqlite'] : ['sqlite', 'postgres'];
+}
+
+/**
+ * The kinds the conformance suite runs against: {@link storeKinds} plus PostgreSQL through
+ * pgbouncer in transaction mode, when pgbouncer is installed, and always in CI (where its absence
+ * must fail the suite: `.ci/run` installs it).
+ */
+export function conformanceStoreKinds(): StoreKind[] {
+  const kinds = storeKinds();
+  return kinds.includes('postgres') && pgbouncerAvailable() ? [...kinds, 'postgres-pgbouncer'] : kinds;
 }
 
 /** A fresh, empty database location for one test file or test. */
@@ -49,21 +65,47 @@ export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase>
   }
   await assertPostgresReachable();
   const schema = `t_${randomBytes(6).toString('hex')}`;
+  const dropSchema = async () => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    } finally {
+      await client.end();
+    }
+  };
+  if (kind === 'postgres-pgbouncer') {
+    const { bouncer, release } = await acquirePgbouncer(targetOf(POSTGRES_URL));
+    try {
+      // The kind means nothing unless the pooler really is in transaction mode: ask it.
+      const poolMode = (await bouncer.config()).get('pool_mode');
+      if (poolMode !== 'transaction') throw new Error(`the test pgbouncer runs pool_mode=${poolMode}, not transaction`);
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    const pooledUrl = bouncer.url(new URL(POSTGRES_URL).pathname.slice(1));
+    return {
+      kind,
+      url: `${pooledUrl}?schema=${schema}`,
+      schema,
+      open: () => openStore(pooledUrl, { schema, listenUrl: false }),
+      drop: async () => {
+        try {
+          await dropSchema();
+        } finally {
+          await release();
+        }
+      },
+    };
+  }
   const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}schema=${schema}`;
   return {
     kind,
     url,
     schema,
     open: () => openStore(POSTGRES_URL, { schema }),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: POSTGRES_URL });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      } finally {
-        await client.end();
-      }
-    },
+    drop: dropSchema,
   };
 }
 

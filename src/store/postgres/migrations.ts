@@ -1,14 +1,26 @@
 /**
- * PostgreSQL schema migrations: numbered, applied in order, each in its own transaction and
- * recorded in `<schema>.migrations`. The whole run holds a session advisory lock keyed on the
- * schema name, so ten processes opening the same schema at once migrate it exactly once (the
- * others wait, then find every version recorded). `CREATE SCHEMA IF NOT EXISTS` also runs under
- * the lock: two concurrent creates can otherwise fail with a duplicate-key error on pg_namespace.
+ * PostgreSQL schema migrations: numbered, applied in order and recorded in `<schema>.migrations`.
+ * One run is ONE transaction that first takes a transaction-scoped advisory lock keyed on the
+ * schema name (`pg_advisory_xact_lock`), so ten processes opening the same schema at once migrate
+ * it exactly once: the others wait on the lock, then find every version recorded. `CREATE SCHEMA
+ * IF NOT EXISTS` also runs under the lock: two concurrent creates can otherwise fail with a
+ * duplicate-key error on pg_namespace.
+ *
+ * Why a transaction-scoped lock and one transaction, not a session lock (as before) or a separate
+ * direct `migrationUrl` (docs/decisions/0007-transaction-poolers.md): behind a transaction pooler
+ * (pgbouncer `pool_mode = transaction`) consecutive statements outside a transaction may run on
+ * different server sessions. A session lock taken by one statement and released by another then
+ * unlocks nothing (the unlock lands on another session) and the lock stays held by a pooled server
+ * session forever: the next process to migrate hangs. A transaction is always one server session,
+ * so the xact lock means the same thing directly and through the pooler, is released by COMMIT or
+ * ROLLBACK (or by the server when the connection dies), and needs no extra URL to configure.
+ * The cost: a failing migration rolls back the ones before it in the same run too, which only
+ * means the next open applies them all again.
  *
  * A migration, once shipped, never changes; new behaviour means a new number.
  */
 import type pg from 'pg';
-import { type ConnectionHealth, inClientTransaction, isTransientConnectionError } from './checked-out-client.js';
+import { type ConnectionHealth, inClientTransaction } from './checked-out-client.js';
 
 /** One numbered schema change; `sql` receives the already-quoted schema identifier. */
 export interface PostgresMigration {
@@ -194,9 +206,10 @@ export function quoteIdentifier(name: string): string {
 }
 
 /**
- * Creates the schema if missing and applies every unapplied migration, under an advisory lock.
- * Returns the versions this call applied (empty when another process already had). `connection`
- * says whether the client's connection was lost (see withCheckedOutClient).
+ * Creates the schema if missing and applies every unapplied migration, in one transaction under a
+ * transaction-scoped advisory lock (see the file header for why). Returns the versions this call
+ * applied (empty when another process already had). `connection` says whether the client's
+ * connection was lost (see withCheckedOutClient).
  */
 export async function runPostgresMigrations(
   client: pg.ClientBase,
@@ -205,9 +218,9 @@ export async function runPostgresMigrations(
 ): Promise<number[]> {
   const s = quoteIdentifier(schemaName);
   // hashtext gives a stable int4 per schema name, so different schemas migrate in parallel.
-  const lockKey = `docket.migrate:${schemaName}`;
-  await client.query('SELECT pg_advisory_lock(hashtext($1))', [lockKey]);
-  try {
+  const lockKey = migrationLockKey(schemaName);
+  return inClientTransaction(client, connection, async () => {
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${s}.migrations (
@@ -216,29 +229,25 @@ export async function runPostgresMigrations(
          applied_at timestamptz NOT NULL DEFAULT now()
        )`,
     );
+    // Read after the lock: READ COMMITTED gives this statement a snapshot that includes whatever
+    // the process that held the lock before us committed.
     const applied = await client.query<{ version: number }>(`SELECT version FROM ${s}.migrations`);
     const done = new Set(applied.rows.map((row) => row.version));
     const appliedNow: number[] = [];
     for (const migration of POSTGRES_MIGRATIONS) {
       if (done.has(migration.version)) continue;
-      await inClientTransaction(client, connection, async () => {
-        await client.query(migration.sql(s));
-        await client.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [
-          migration.version,
-          migration.name,
-        ]);
-      });
+      await client.query(migration.sql(s));
+      await client.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
       appliedNow.push(migration.version);
     }
     return appliedNow;
-  } catch (error) {
-    if (isTransientConnectionError(error)) connection.markBroken(error as Error);
-    throw error;
-  } finally {
-    // A lost session has released its advisory lock with it; an unlock could not be sent, and its
-    // "not queryable" error would hide the connection error that the caller retries on.
-    if (connection.lost === undefined) {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]);
-    }
-  }
+  });
+}
+
+/** The advisory lock key migrations of `schemaName` take (as `hashtext(key)`), for tests that look for it in pg_locks. */
+export function migrationLockKey(schemaName: string): string {
+  return `docket.migrate:${schemaName}`;
 }

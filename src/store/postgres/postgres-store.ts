@@ -89,6 +89,7 @@ import { PostgresJobQueries } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
 import { type Queryable, wakeChannel } from './sql-fragments.js';
+import { explainPoolerRefusal } from './transaction-pooler.js';
 import { callerTransaction, PostgresTransactionQueries } from './transaction-queries.js';
 import { WakeUpListener } from './wake-up-listener.js';
 import { PostgresWorkerQueries } from './worker-queries.js';
@@ -309,7 +310,7 @@ export class PostgresStore implements Store {
         const delayMs = Math.min(2000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
         if (!isTransientConnectionError(error) || Date.now() + delayMs > giveUpAt) {
           await Promise.all([pool.end().catch(() => {}), maintenancePool.end().catch(() => {})]);
-          throw error;
+          throw explainPoolerRefusal(error);
         }
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
@@ -352,8 +353,11 @@ export class PostgresStore implements Store {
       if (!atomic) return this.queries.submit(client, params, this.wakeHorizonMs);
       return inSavepoint(client, () => this.queries.submit(client, params, this.wakeHorizonMs));
     }
-    if (!atomic) return this.queries.submit(this.pool, params, this.wakeHorizonMs);
-    return this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs));
+    const results = atomic
+      ? await this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs))
+      : await this.queries.submit(this.pool, params, this.wakeHorizonMs);
+    this.wakeLocallyForSubmits(results);
+    return results;
   }
 
   /**
@@ -419,16 +423,22 @@ export class PostgresStore implements Store {
     return this.transactions.acceptRepeatedCompletions(this.pool, params.leases, outcomes);
   }
 
-  jobFail(params: JobFailParams): Promise<FailOutcome> {
-    return this.queries.fail(this.pool, params);
+  async jobFail(params: JobFailParams): Promise<FailOutcome> {
+    const outcome = await this.queries.fail(this.pool, params);
+    if (outcome.outcome === 'retry') this.wakeLocally({ runAt: outcome.runAt });
+    return outcome;
   }
 
-  jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
-    return this.queries.release(this.pool, params);
+  async jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
+    const outcome = await this.queries.release(this.pool, params);
+    if (outcome === 'released') this.wakeLocally({ runAt: null });
+    return outcome;
   }
 
-  jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
-    return this.queries.releaseByOwner(this.pool, params);
+  async jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
+    const released = await this.queries.releaseByOwner(this.pool, params);
+    if (released > 0) this.wakeLocally({ runAt: null });
+    return released;
   }
 
   jobCancel(params: JobCancelParams): Promise<CancelOutcome> {
@@ -458,8 +468,10 @@ export class PostgresStore implements Store {
     return this.queries.deadLetterList(this.pool, params);
   }
 
-  deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
-    return this.queries.deadLetterRetry(this.pool, params);
+  async deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
+    const job = await this.queries.deadLetterRetry(this.pool, params);
+    if (job !== null) this.wakeLocally({ runAt: job.runAt });
+    return job;
   }
 
   deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
@@ -640,6 +652,43 @@ export class PostgresStore implements Store {
     this.listeners.clear();
     await this.stopListener();
     await Promise.all([this.pool.end(), this.maintenancePool.end()]);
+  }
+
+  /**
+   * With `listenUrl: false` nothing LISTENs, so the NOTIFY a write sends reaches nobody; this
+   * store's own subscribers (its workers, the HTTP claim waiter) are then told in-process after the
+   * write committed, as the Store contract promises ("in this process"). Other processes' writes
+   * are found by polling. With LISTEN on, the NOTIFY already comes back and this does nothing.
+   * Writes inside a caller's transaction are not announced: their commit is not ours to see.
+   */
+  private wakeLocally(wakeUp: WakeUp): void {
+    if (this.listenConnection !== null || this.listeners.size === 0) return;
+    for (const listener of [...this.listeners]) {
+      // After the caller's await resumes: a listener that claims at once must see the new rows,
+      // and a throwing listener must not fail a write that already committed.
+      queueMicrotask(() => {
+        try {
+          listener(wakeUp);
+        } catch {
+          // A listener's failure is its own; a wake-up is a hint by contract.
+        }
+      });
+    }
+  }
+
+  /**
+   * The in-process wake-up for a submit: the earliest new job, if it is due within the wake
+   * horizon (the same rule the NOTIFY follows). Judged on this machine's clock: it only decides
+   * whether to send a hint, and the woken claimer asks the database what is due.
+   */
+  private wakeLocallyForSubmits(results: SubmitResult[]): void {
+    if (this.listenConnection !== null) return;
+    let earliest: Date | null = null;
+    for (const result of results) {
+      if (result.created && (earliest === null || result.runAt < earliest)) earliest = result.runAt;
+    }
+    if (earliest !== null && earliest.getTime() <= Date.now() + this.wakeHorizonMs)
+      this.wakeLocally({ runAt: earliest });
   }
 
   private async stopListener(): Promise<void> {
