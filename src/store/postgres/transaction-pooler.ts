@@ -15,9 +15,7 @@
  *   (`idle_in_transaction_session_timeout`): pgbouncer answers "unsupported startup parameter"
  *   unless told to ignore it.
  */
-import type pg from 'pg';
 import { ConfigurationError } from '../../job/errors.js';
-import { redactStoreUrl } from '../open-store.js';
 
 /**
  * The error to show for `error` from opening a store: a pooler's refusal of a startup parameter
