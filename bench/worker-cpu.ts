@@ -1,0 +1,114 @@
+/**
+ * A worker's own CPU time for one drain, this tree against another checkout, alternating rounds:
+ * the figure behind "no regression" claims on a shared machine. Throughput depends on how busy the
+ * other cores are; the CPU a worker process spends per job much less so.
+ *
+ *   npx tsx bench/worker-cpu.ts --baseline /tmp/docket-main            20,000 jobs, prefetch 500, 8 rounds
+ *   npx tsx bench/worker-cpu.ts --baseline DIR --jobs 10000 --prefetch 0 --rounds 5
+ *
+ * Each round, for each tree in turn: a fresh schema, `--jobs` no-op jobs submitted, then a child
+ * process of that tree opens Docket, starts `docket.worker({ concurrency: 10, prefetch })` and
+ * reports `process.cpuUsage()` and wall time from start until its handler ran every job. Printed:
+ * each round, then the medians and the ratio this ÷ baseline. `--prefetch auto` leaves the option
+ * out (each tree's own default). The baseline is a checkout with node_modules (see
+ * docs/benchmarks.md, "Before and after a change").
+ */
+import { spawnSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { median } from './stats.js';
+
+const CHILD = 'child';
+const KIND = 'bench.noop';
+const url = process.env.DOCKET_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+if (process.argv[2] === CHILD) {
+  await runChild(process.argv[3] ?? '', process.argv[4] ?? '', Number(process.argv[5]), process.argv[6] ?? 'auto');
+} else {
+  await runParent();
+}
+
+async function runParent(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      baseline: { type: 'string' },
+      jobs: { type: 'string', default: '20000' },
+      prefetch: { type: 'string', default: '500' },
+      rounds: { type: 'string', default: '8' },
+    },
+  });
+  if (!values.baseline) throw new Error('--baseline DIR (a checkout of Docket with node_modules) is required');
+  const trees = [
+    { name: 'this', dir: resolve(fileURLToPath(new URL('..', import.meta.url))) },
+    { name: 'baseline', dir: resolve(values.baseline) },
+  ];
+  const cpu: Record<string, number[]> = { this: [], baseline: [] };
+  const wall: Record<string, number[]> = { this: [], baseline: [] };
+  for (let round = 1; round <= Number(values.rounds); round += 1) {
+    for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
+      const schema = `cpu_${tree.name}_${process.pid}`;
+      const run = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', fileURLToPath(import.meta.url), CHILD, tree.dir, schema, values.jobs, values.prefetch],
+        { cwd: tree.dir, encoding: 'utf8' },
+      );
+      const line = run.stdout.trim().split('\n').at(-1) ?? '';
+      if (run.status !== 0 || !line.startsWith('{'))
+        throw new Error(`${tree.name} round ${round} failed:\n${run.stderr}`);
+      const result = JSON.parse(line) as { cpuMs: number; wallMs: number };
+      cpu[tree.name]?.push(result.cpuMs);
+      wall[tree.name]?.push(result.wallMs);
+      console.log(
+        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, wall ${result.wallMs.toFixed(0)} ms`,
+      );
+    }
+  }
+  const [mine, theirs] = [median(cpu.this ?? []), median(cpu.baseline ?? [])];
+  console.log(
+    `worker CPU median: this ${mine.toFixed(0)} ms, baseline ${theirs.toFixed(0)} ms, ratio ${(mine / theirs).toFixed(2)}`,
+  );
+  const [mineWall, theirsWall] = [median(wall.this ?? []), median(wall.baseline ?? [])];
+  console.log(`wall median: this ${mineWall.toFixed(0)} ms, baseline ${theirsWall.toFixed(0)} ms (load-dependent)`);
+}
+
+async function runChild(dir: string, schema: string, jobs: number, prefetch: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  const { Docket } = (await import(
+    pathToFileURL(join(dir, 'src/docket.ts')).href
+  )) as typeof import('../src/docket.js');
+  const docket = await Docket.open({ url, schema });
+  try {
+    for (let i = 0; i < jobs; i += 1000) {
+      const size = Math.min(1000, jobs - i);
+      await docket.submitMany(Array.from({ length: size }, (_, k) => ({ kind: KIND, payload: { i: i + k } })));
+    }
+    let handled = 0;
+    let allHandled: () => void = () => {};
+    const done = new Promise<void>((resolveDone) => {
+      allHandled = resolveDone;
+    });
+    docket.handle(KIND, async () => {
+      handled += 1;
+      if (handled === jobs) allHandled();
+    });
+    const cpuBefore = process.cpuUsage();
+    const startedAt = performance.now();
+    const worker = docket.worker(
+      prefetch === 'auto' ? { concurrency: 10 } : { concurrency: 10, prefetch: Number(prefetch) },
+    );
+    await worker.start();
+    await done;
+    const wallMs = performance.now() - startedAt;
+    const used = process.cpuUsage(cpuBefore);
+    await worker.stop();
+    console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs }));
+  } finally {
+    await docket.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  }
+}
