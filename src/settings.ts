@@ -11,7 +11,13 @@
  */
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, type DocketOptions } from './docket.js';
 import { DEFAULT_REGISTRY_TTL_MS } from './routing/worker-registration.js';
-import type { OpenStoreOptions } from './store/open-store.js';
+import {
+  DEFAULT_CONNECT_ATTEMPT_TIMEOUT_MS,
+  DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  DEFAULT_KEEP_ALIVE_DELAY_MS,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  type OpenStoreOptions,
+} from './store/open-store.js';
 import {
   DEFAULT_LEASE_MS,
   DEFAULT_LOCAL_POLL_INTERVAL_MS,
@@ -81,6 +87,34 @@ const STORE_SPECS = {
     description: 'PostgreSQL: how long opening retries a server that refuses connections, ms; 0 fails at once',
     defaultText: `${INTERACTIVE_CONNECT_TIMEOUT_MS} (work: ${SERVICE_CONNECT_TIMEOUT_MS})`,
     aliases: ['--connect-timeout'],
+  },
+  connectAttemptTimeoutMs: {
+    kind: 'integer',
+    description: 'PostgreSQL: limit on one connection attempt, or a wait for a free pooled connection, ms',
+    defaultText: String(DEFAULT_CONNECT_ATTEMPT_TIMEOUT_MS),
+  },
+  statementTimeoutMs: {
+    kind: 'integer',
+    description:
+      "PostgreSQL: server-side statement_timeout of the pool, ms (migrations and pruning run without); 0 sends none, leaving the server's setting",
+    defaultText: String(DEFAULT_STATEMENT_TIMEOUT_MS),
+  },
+  idleInTransactionTimeoutMs: {
+    kind: 'integer',
+    description:
+      'PostgreSQL: idle_in_transaction_session_timeout, ms: the server ends a session stuck inside a transaction; 0 sends none',
+    defaultText: String(DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS),
+  },
+  keepAliveDelayMs: {
+    kind: 'integer',
+    description: 'PostgreSQL: idle time before TCP keepalive probes start on every connection, ms',
+    defaultText: String(DEFAULT_KEEP_ALIVE_DELAY_MS),
+  },
+  listenUrl: {
+    kind: 'string',
+    description:
+      'PostgreSQL: URL of the LISTEN connection for wake-ups (e.g. direct, when --db is a transaction pooler); off: no LISTEN, workers poll',
+    defaultText: 'the store URL',
   },
   wakeHorizonMs: {
     kind: 'integer',

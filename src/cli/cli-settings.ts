@@ -38,7 +38,7 @@ export function optionFor(setting: CliSetting, defaultText: string = setting.def
 
 /** The value's name in `--help`: `<ms>`, `<n>`, `<names>`, `<url>`, `<path>` or `<value>`. */
 function placeholderOf(setting: CliSetting): string {
-  if (setting.key === 'db') return 'url';
+  if (setting.key === 'db' || setting.key === 'listenUrl') return 'url';
   if (setting.key === 'handlers') return 'path';
   if (setting.kind === 'list') return 'names';
   if (setting.kind === 'integer') return setting.key.endsWith('Ms') ? 'ms' : 'n';

@@ -4,19 +4,29 @@
  * processes starting together migrate once.
  */
 import { DocketError, ValidationError } from '../job/errors.js';
+import { type PostgresConnectionOptions, resolvePostgresConnectionOptions } from './postgres/connection-options.js';
 import type { Store } from './store.js';
 
-/** Options shared by every store. */
-export interface OpenStoreOptions {
+export {
+  DEFAULT_CONNECT_ATTEMPT_TIMEOUT_MS,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  DEFAULT_KEEP_ALIVE_DELAY_MS,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  type PostgresConnectionOptions,
+  resolvePostgresConnectionOptions,
+} from './postgres/connection-options.js';
+
+/**
+ * Options shared by every store. The PostgreSQL connection options (timeouts, keepalives,
+ * `listenUrl`) are {@link PostgresConnectionOptions}, checked by one parser for every face;
+ * SQLite ignores them but refuses bad values all the same, so a typo is never silently kept.
+ */
+export interface OpenStoreOptions extends PostgresConnectionOptions {
   /** PostgreSQL schema that holds Docket's tables (default `docket`). Ignored by SQLite. */
   schema?: string | undefined;
   /** PostgreSQL pool size (default 10). */
   poolSize?: number | undefined;
-  /**
-   * PostgreSQL: how long opening keeps retrying a server that refuses connections or is still
-   * starting up, ms (default 30 000; 0 fails at once).
-   */
-  connectTimeoutMs?: number | undefined;
   /** PostgreSQL: a submit notifies listeners only when one of its jobs is due within this many ms (default 5000). */
   wakeHorizonMs?: number | undefined;
   /** SQLite: how long a writer waits for another process's write lock, ms (default 5000). */
@@ -64,6 +74,7 @@ export function redactStoreUrl(url: string): string {
 /** Opens (and migrates) the store a URL names. */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const location = parseStoreUrl(url);
+  resolvePostgresConnectionOptions(options);
   if (location.kind === 'postgres') {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
     return PostgresStore.open(location.url, options);

@@ -89,7 +89,7 @@ async function settle(): Promise<void> {
 }
 
 describe('PostgresStore when a checked-out connection is lost', () => {
-  it('opens its sessions with an idle-in-transaction timeout and no statement timeout, under the URL’s application_name', async () => {
+  it('opens its sessions with the default idle-in-transaction and statement timeouts, under the URL’s application_name', async () => {
     const { schema, applicationName, url } = isolation();
     const store = await PostgresStore.open(url, { schema, poolSize: 1 });
     opened.push(store);
@@ -99,7 +99,7 @@ describe('PostgresStore when a checked-out connection is lost', () => {
               (SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = pg_backend_pid() AND application_name = $1) AS named`,
       [applicationName],
     );
-    expect(settings.rows).toEqual([{ idle: '1min', statement: '0', named: true }]);
+    expect(settings.rows).toEqual([{ idle: '1min', statement: '30s', named: true }]);
   });
 
   it('a schedule sweep whose backend is terminated mid-transaction fails, the process survives, the next sweep works', async () => {

@@ -38,7 +38,9 @@ export function isTransientConnectionError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && TRANSIENT_CONNECTION_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|the database system is (starting up|shutting down|in recovery mode)/i.test(
+  // "Query read timeout": pg's query_timeout fired, so no answer came (a half-open socket): the
+  // client is destroyed like one whose connection dropped.
+  return /Connection terminated|connection timeout|Query read timeout|timeout exceeded when trying to connect|not queryable|the database system is (starting up|shutting down|in recovery mode)/i.test(
     message,
   );
 }
@@ -53,12 +55,14 @@ export interface ConnectionHealth {
 
 /**
  * Checks a client out of `pool`, runs `fn` on it and releases it: back to the pool when sound,
- * destroyed when its connection was lost or marked broken. An 'error' event on the client during
+ * destroyed when its connection was lost or marked broken, or always with `closeAfter` (a
+ * one-off maintenance connection that should not linger). An 'error' event on the client during
  * the checkout is recorded, never thrown.
  */
 export async function withCheckedOutClient<T>(
   pool: pg.Pool,
   fn: (client: pg.PoolClient, health: ConnectionHealth) => Promise<T>,
+  options: { closeAfter?: boolean } = {},
 ): Promise<T> {
   const client = await pool.connect();
   let lost: Error | undefined;
@@ -82,7 +86,7 @@ export async function withCheckedOutClient<T>(
     throw error;
   } finally {
     client.removeListener('error', onError);
-    client.release(lost);
+    client.release(lost ?? options.closeAfter === true);
   }
 }
 

@@ -79,6 +79,12 @@ import {
   withCheckedOutClient,
 } from './checked-out-client.js';
 import { PostgresClaimQueries } from './claim-queries.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  QUERY_TIMEOUT_MARGIN_MS,
+  type ResolvedPostgresConnectionOptions,
+  resolvePostgresConnectionOptions,
+} from './connection-options.js';
 import { PostgresJobQueries } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
@@ -146,47 +152,76 @@ async function inSavepoint<T>(client: Queryable, fn: () => Promise<T>): Promise<
 }
 
 /**
- * Connection settings of every pool a {@link PostgresStore} opens.
- *
- * - `keepAlive` with a 10 s initial delay: TCP keepalives find a half-open connection (a peer that
- *   vanished without a FIN) in well under a minute instead of the kernel's two-hour default, so a
- *   worker waiting on such a socket gets an error instead of hanging.
- * - `connectionTimeoutMillis` 10 s: a new connection (or a wait for a free pooled one) that takes
- *   longer fails, and the operation's ordinary retry path takes over.
- * - `idle_in_transaction_session_timeout` 60 s: the server ends a session of ours left idle inside
- *   a transaction (its client froze or was cut off), so no row or schedule lock is held forever.
- *   Docket's own transactions never wait between statements.
- * - No `statement_timeout` or `query_timeout`: a migration's index build on a large table and a
- *   schedule sweep waiting on a lock can legitimately run long, and a claim that timed out
- *   client-side may still commit on the server; keepalives bound the dead-connection case.
+ * What a connection is for, which decides its timeouts:
+ * - `pool`: claims, heartbeats, completions, submits, admin calls: every statement is short, so
+ *   the server's `statement_timeout` and a client-side read deadline just past it apply.
+ * - `maintenance`: migrations (an index build on a large table, a wait for another process's
+ *   migration lock) and pruning (one DELETE of a week of finished records) may legitimately run
+ *   for minutes: no statement timeout and no read deadline; keepalives still find a dead peer.
+ * - `listen`: the dedicated LISTEN connection: idle by design, so no read deadline either.
  */
-export const POSTGRES_POOL_SETTINGS = Object.freeze({
-  application_name: 'docket',
-  keepAlive: true,
-  keepAliveInitialDelayMillis: 10_000,
-  connectionTimeoutMillis: 10_000,
-  idle_in_transaction_session_timeout: 60_000,
-});
+export type PostgresConnectionPurpose = 'pool' | 'maintenance' | 'listen';
 
-/** How long {@link PostgresStore.open} keeps retrying a database that is not reachable yet. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+/**
+ * The `pg` settings of one connection of a {@link PostgresStore}, from the resolved connection
+ * options (docs/operations.md, "Timeouts and keepalives", says why each one is there):
+ *
+ * - `keepAlive` after `keepAliveDelayMs` idle: a half-open connection (the peer vanished without
+ *   a FIN) is probed instead of waited on for the kernel's two-hour default.
+ * - `connectionTimeoutMillis` = `connectAttemptTimeoutMs`: a new connection, or a wait for a free
+ *   pooled one, that takes longer fails and the operation's ordinary retry path takes over.
+ * - `idle_in_transaction_session_timeout`: the server ends a session of ours left idle inside a
+ *   transaction (its client froze or was cut off), so no row or schedule lock is held forever.
+ * - `statement_timeout` (pool only): the server cancels a statement stuck longer than this (a
+ *   lock wait behind a stuck session). A cancelled statement rolls back whole, so this is safe
+ *   for every write: a claim that times out hands out no lease and charges no attempt (its
+ *   UPDATE … RETURNING never committed), and the claim loop simply claims again after a backoff;
+ *   a completion or heartbeat that times out changed nothing and is retried under the same
+ *   fencing token, so it stays idempotent.
+ * - `query_timeout` (pool only) = statement timeout + {@link QUERY_TIMEOUT_MARGIN_MS}: no answer
+ *   at all by then means the socket is dead; the call fails (and its client is destroyed) instead
+ *   of hanging. Such a call is ambiguous, exactly like a dropped connection, and every caller
+ *   already treats it so (a claim's leases are released by owner, a completion is resent).
+ * A value of 0 sends no such parameter (pg sends only non-zero ones), so the server's or role's
+ * own setting applies: what a pooler that refuses startup parameters needs.
+ */
+export function postgresClientConfig(
+  connectionString: string,
+  settings: ResolvedPostgresConnectionOptions,
+  purpose: PostgresConnectionPurpose,
+): pg.ClientConfig {
+  const bounded = purpose === 'pool' && settings.statementTimeoutMs > 0;
+  return {
+    connectionString,
+    application_name: purpose === 'listen' ? 'docket-listener' : 'docket',
+    keepAlive: true,
+    keepAliveInitialDelayMillis: settings.keepAliveDelayMs,
+    connectionTimeoutMillis: settings.connectAttemptTimeoutMs,
+    idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMs,
+    ...(bounded
+      ? {
+          statement_timeout: settings.statementTimeoutMs,
+          query_timeout: settings.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+        }
+      : {}),
+  };
+}
 
-/** Whether an error opening the store is worth retrying (re-exported for open-store and tests). */
-export { isTransientConnectionError };
+/** The open retry window's default and whether an error opening the store is worth retrying (for open-store and tests). */
+export { DEFAULT_CONNECT_TIMEOUT_MS, isTransientConnectionError };
 
 /** The {@link Store} on PostgreSQL. */
 export class PostgresStore implements Store {
-  readonly capabilities: StoreCapabilities = Object.freeze({
-    listenNotify: true,
-    skipLocked: true,
-    callerTransactions: true,
-  });
+  readonly capabilities: StoreCapabilities;
 
   /** The schema holding this store's tables. */
   readonly schema: string;
 
   private readonly pool: pg.Pool;
-  private readonly connection: pg.ClientConfig;
+  /** One connection at most, open only while a migration or a prune runs (no statement timeout), closed after. */
+  private readonly maintenancePool: pg.Pool;
+  /** The LISTEN connection's settings; null when `listenUrl: false` (workers poll). */
+  private readonly listenConnection: pg.ClientConfig | null;
   private readonly queries: PostgresJobQueries;
   private readonly claims: PostgresClaimQueries;
   private readonly schedules: PostgresScheduleQueries;
@@ -198,21 +233,36 @@ export class PostgresStore implements Store {
   private listenerStarting: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(pool: pg.Pool, connection: pg.ClientConfig, schema: string, wakeHorizonMs: number) {
-    this.pool = pool;
-    this.connection = connection;
-    this.schema = schema;
-    this.queries = new PostgresJobQueries(schema);
-    this.claims = new PostgresClaimQueries(schema);
-    this.schedules = new PostgresScheduleQueries(schema, wakeChannel(schema));
-    this.transactions = new PostgresTransactionQueries(schema);
-    this.workers = new PostgresWorkerQueries(schema);
-    this.wakeHorizonMs = wakeHorizonMs;
+  private constructor(parts: {
+    pool: pg.Pool;
+    maintenancePool: pg.Pool;
+    listenConnection: pg.ClientConfig | null;
+    schema: string;
+    wakeHorizonMs: number;
+  }) {
+    this.pool = parts.pool;
+    this.maintenancePool = parts.maintenancePool;
+    this.listenConnection = parts.listenConnection;
+    this.schema = parts.schema;
+    this.capabilities = Object.freeze({
+      // Without a LISTEN connection no other process's submit wakes this one's workers: they
+      // learn it from the capability and poll at the short local interval instead.
+      listenNotify: parts.listenConnection !== null,
+      skipLocked: true,
+      callerTransactions: true,
+    });
+    this.queries = new PostgresJobQueries(parts.schema);
+    this.claims = new PostgresClaimQueries(parts.schema);
+    this.schedules = new PostgresScheduleQueries(parts.schema, wakeChannel(parts.schema));
+    this.transactions = new PostgresTransactionQueries(parts.schema);
+    this.workers = new PostgresWorkerQueries(parts.schema);
+    this.wakeHorizonMs = parts.wakeHorizonMs;
   }
 
   /**
    * Connects, creates the schema if missing and runs pending migrations under an advisory lock.
-   * The schema comes from `options.schema`, else the URL's `?schema=`, else `docket`.
+   * The schema comes from `options.schema`, else the URL's `?schema=`, else `docket`. Every
+   * option is checked before anything connects.
    */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const split = splitSchemaFromUrl(url);
@@ -225,33 +275,46 @@ export class PostgresStore implements Store {
     if (!Number.isFinite(wakeHorizonMs) || wakeHorizonMs < 0) {
       throw new ConfigurationError(`wakeHorizonMs must be a non-negative number, got ${wakeHorizonMs}`);
     }
-    const connection: pg.ClientConfig = { connectionString: split.url };
-    const pool = new pg.Pool({ ...connection, ...POSTGRES_POOL_SETTINGS, max: poolSize });
-    // An idle pooled client whose server connection dies emits 'error' on the pool; unhandled,
+    const settings = resolvePostgresConnectionOptions(options);
+    // A listen URL's own ?schema= would reach the server as a startup parameter; the store's schema rules.
+    const listenConnection =
+      settings.listenUrl === false
+        ? null
+        : postgresClientConfig(
+            settings.listenUrl === undefined ? split.url : splitSchemaFromUrl(settings.listenUrl).url,
+            settings,
+            'listen',
+          );
+    const pool = new pg.Pool({ ...postgresClientConfig(split.url, settings, 'pool'), max: poolSize });
+    const maintenancePool = new pg.Pool({ ...postgresClientConfig(split.url, settings, 'maintenance'), max: 1 });
+    // An idle pooled client whose server connection dies emits 'error' on its pool; unhandled,
     // that event would crash the process. The next query simply gets a fresh connection.
     // (A checked-out client has no such guard from pg-pool: see withCheckedOutClient.)
     pool.on('error', () => {});
-    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    if (!Number.isFinite(connectTimeoutMs) || connectTimeoutMs < 0) {
-      throw new ConfigurationError(`connectTimeoutMs must be a non-negative number, got ${connectTimeoutMs}`);
-    }
-    const giveUpAt = Date.now() + connectTimeoutMs;
+    maintenancePool.on('error', () => {});
+    const giveUpAt = Date.now() + settings.connectTimeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await withCheckedOutClient(pool, (client, health) => runPostgresMigrations(client, schema, health));
+        await withCheckedOutClient(maintenancePool, (client, health) => runPostgresMigrations(client, schema, health), {
+          closeAfter: true,
+        });
+        // One round trip on the pool itself: its settings (statement timeout, keepalives) are
+        // proven accepted at open, so a server or pooler that refuses one fails here, once,
+        // instead of failing every later call; and the first claim finds a warm connection.
+        await pool.query('SELECT 1');
         break;
       } catch (error) {
         // A worker started while PostgreSQL restarts (57P03 "starting up", a refused or dropped
         // connection) would otherwise exit; wait for it with capped, jittered backoff instead.
         const delayMs = Math.min(2000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
         if (!isTransientConnectionError(error) || Date.now() + delayMs > giveUpAt) {
-          await pool.end().catch(() => {});
+          await Promise.all([pool.end().catch(() => {}), maintenancePool.end().catch(() => {})]);
           throw error;
         }
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
-    return new PostgresStore(pool, connection, schema, wakeHorizonMs);
+    return new PostgresStore({ pool, maintenancePool, listenConnection, schema, wakeHorizonMs });
   }
 
   /** The pool, for tests and for callers that share it. */
@@ -380,8 +443,11 @@ export class PostgresStore implements Store {
     return this.queries.list(this.pool, params);
   }
 
+  /** On the maintenance connection: one DELETE of a week of finished records may outlast the statement timeout. */
   jobPruneFinished(params: JobPruneParams): Promise<number> {
-    return this.queries.pruneFinished(this.pool, params);
+    return withCheckedOutClient(this.maintenancePool, (client) => this.queries.pruneFinished(client, params), {
+      closeAfter: true,
+    });
   }
 
   jobNextRunAt(params: NextRunAtParams): Promise<Date | null> {
@@ -542,9 +608,11 @@ export class PostgresStore implements Store {
   async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
     if (this.closed) throw new ConfigurationError('PostgresStore.subscribe: the store is closed');
     this.listeners.add(listener);
+    // listenUrl: false: nothing to listen on; the subscriber is told only what polling finds.
+    if (this.listenConnection === null) return this.unsubscriberOf(listener);
     if (!this.listener) {
       this.listener = new WakeUpListener({
-        connection: this.connection,
+        connection: this.listenConnection,
         channel: wakeChannel(this.schema),
         onWakeUp: (wakeUp) => {
           for (const each of [...this.listeners]) each(wakeUp);
@@ -553,6 +621,10 @@ export class PostgresStore implements Store {
       this.listenerStarting = this.listener.start();
     }
     await this.listenerStarting;
+    return this.unsubscriberOf(listener);
+  }
+
+  private unsubscriberOf(listener: (wakeUp: WakeUp) => void): () => Promise<void> {
     let subscribed = true;
     return async () => {
       if (!subscribed) return;
@@ -567,7 +639,7 @@ export class PostgresStore implements Store {
     this.closed = true;
     this.listeners.clear();
     await this.stopListener();
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.maintenancePool.end()]);
   }
 
   private async stopListener(): Promise<void> {
