@@ -51,6 +51,13 @@ const appUrl = setting('DOCKET_PARTITION_APP_URL');
 /** Schema-qualified table of effect rows, one per job (primary key job_id). */
 const effectsTable = setting('DOCKET_PARTITION_EFFECTS_TABLE');
 
+// The test holds this process's stdin open; when the test process dies without its cleanup (a
+// kill -9, a crashed vitest) the pipe closes, and this worker goes too instead of living on to
+// claim jobs from the next run's cluster. unref: the pipe must not keep a stopped worker alive.
+process.stdin.once('close', () => process.exit(70));
+process.stdin.resume();
+(process.stdin as { unref?: () => void }).unref?.();
+
 function mark(e: string, ctx: JobContext, extra: Partial<PartitionMark> = {}): void {
   const line: PartitionMark = { e, role, jobId: ctx.jobId, token: ctx.token, at: Date.now(), ...extra };
   appendFileSync(marksFile, `${JSON.stringify(line)}\n`);

@@ -110,7 +110,8 @@ export function startWorkerProcess(options: WorkerProcessOptions): WorkerProcess
       DOCKET_PARTITION_APP_URL: options.appUrl,
       DOCKET_PARTITION_EFFECTS_TABLE: options.effectsTable,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // stdin stays open for the process's life: the handlers module exits when it closes (the test died).
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {

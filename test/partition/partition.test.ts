@@ -111,20 +111,41 @@ describe.skipIf(skipReason !== null)('a worker cut off from PostgreSQL by a netw
     dir = mkdtempSync(join(tmpdir(), 'docket-partition-'));
   }, 90_000);
 
-  afterAll(async () => {
-    // Each step on its own: a failure in one must not leave the namespace or the cluster behind.
+  /** Kills the workers and removes the namespace, veth and cluster; every step runs whatever the others did. */
+  const cleanUp = async (): Promise<void> => {
+    process.off('exit', cleanUpAtExit);
+    const problems: string[] = [];
+    const attempt = async (what: string, step: () => unknown) => {
+      try {
+        await step();
+      } catch (error) {
+        problems.push(`${what}: ${(error as Error).message}`);
+      }
+    };
     for (const worker of workers) if (!worker.hasExited()) worker.child.kill('SIGKILL');
-    await Promise.all(workers.map((worker) => worker.exited));
-    await docket?.close().catch(() => {});
-    await store?.close().catch(() => {});
-    await admin?.end().catch(() => {});
-    if (network) {
-      destroyPartitionNetwork(network);
-      expect(networkRemains(network), 'namespace or veth left behind').toBe(false);
+    await attempt('workers', () => Promise.all(workers.map((worker) => worker.exited)));
+    await attempt('docket', () => docket?.close());
+    await attempt('store', () => store?.close());
+    await attempt('admin client', () => admin?.end());
+    await attempt('network', () => network && destroyPartitionNetwork(network));
+    await attempt('cluster', () => cluster && dropChaosCluster(cluster));
+    await attempt('temporary directory', () => dir && rmSync(dir, { recursive: true, force: true }));
+    if (network && networkRemains(network)) problems.push(`namespace or veth left behind: ${network.namespace}`);
+    if (problems.length > 0) throw new Error(`partition test cleanup: ${problems.join('; ')}`);
+  };
+  /** Last resort when the test process exits without running afterAll (synchronous steps only). */
+  function cleanUpAtExit(): void {
+    for (const worker of workers) if (!worker.hasExited()) worker.child.kill('SIGKILL');
+    if (network) destroyPartitionNetwork(network);
+    try {
+      if (cluster) dropChaosCluster(cluster);
+    } catch {
+      // The next run drops it before it starts.
     }
-    if (cluster) dropChaosCluster(cluster);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }, 60_000);
+  }
+  process.on('exit', cleanUpAtExit);
+
+  afterAll(cleanUp, 60_000);
 
   it('aborts the cut-off handler, lets PostgreSQL drop its sessions, hands the job over and recovers after healing', async () => {
     if (!network || !cluster || !admin || !docket || !store || !dir) throw new Error('setup did not finish');
