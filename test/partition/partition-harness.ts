@@ -174,11 +174,20 @@ export function logLines(worker: WorkerProcess, prefix: string): Record<string, 
     .filter((entry) => typeof entry.msg === 'string' && entry.msg.startsWith(prefix));
 }
 
+/** One session from the namespace, as pg_stat_activity shows it. */
+export interface DatabaseSession {
+  pid: number;
+  application: string;
+  state: string | null;
+  /** When its open transaction began (database clock, epoch ms), null outside a transaction. */
+  xactStartMs: number | null;
+}
+
 /** What one look at the database side found about the namespace's sessions and the job. */
 export interface DatabaseSample {
   at: number;
   /** Sessions from the namespace's address, by application_name and state. */
-  sessions: { pid: number; application: string; state: string | null }[];
+  sessions: DatabaseSession[];
   /** Locks held by the namespace's Docket sessions (application_name 'docket'), with the session's state. */
   docketLocks: { pid: number; state: string | null; locktype: string; relation: string | null; mode: string }[];
   /** The job's row. */
@@ -193,12 +202,13 @@ export async function sampleDatabase(
   jobId: string,
 ): Promise<DatabaseSample> {
   const result = await admin.query<{
-    sessions: { pid: number; application: string; state: string | null }[] | null;
+    sessions: DatabaseSession[] | null;
     docket_locks: DatabaseSample['docketLocks'] | null;
     job: { state: string; token: number; lease_owner: string | null } | null;
   }>(
     `SELECT
-       (SELECT json_agg(json_build_object('pid', pid, 'application', application_name, 'state', state))
+       (SELECT json_agg(json_build_object('pid', pid, 'application', application_name, 'state', state,
+                                          'xactStartMs', (extract(epoch FROM xact_start) * 1000)::bigint))
           FROM pg_stat_activity WHERE client_addr = $1::inet) AS sessions,
        (SELECT json_agg(json_build_object('pid', a.pid, 'state', a.state, 'locktype', l.locktype,
                                           'relation', l.relation::regclass::text, 'mode', l.mode))
