@@ -41,11 +41,15 @@ export interface ChaosClusterOptions {
   settings?: Readonly<Record<string, string>>;
 }
 
-/** The chaos cluster: by default name `chaos`, port 5433 (override with DOCKET_CHAOS_PG_PORT). */
+/**
+ * A disposable cluster: by default the chaos harness's (name `chaos`, port 5433, override with
+ * DOCKET_CHAOS_PG_PORT); other harnesses that restart their database pass their own name and
+ * port, so no two harnesses ever restart each other's cluster.
+ */
 export function chaosCluster(options: ChaosClusterOptions = {}): ChaosCluster {
   const version = process.env.DOCKET_CHAOS_PG_VERSION ?? readdirSync('/etc/postgresql').sort().at(-1) ?? '15';
   const port = options.port ?? Number(process.env.DOCKET_CHAOS_PG_PORT ?? 5433);
-  if (port === 5432) throw new Error('the chaos cluster must not use port 5432: that is the shared main cluster');
+  if (port === 5432) throw new Error('a disposable cluster must not use port 5432: that is the shared main cluster');
   return {
     version,
     name: options.name ?? 'chaos',
@@ -156,6 +160,26 @@ export async function restartChaosCluster(cluster: ChaosCluster): Promise<void> 
     );
   }
   await waitForCluster(cluster);
+}
+
+/**
+ * Stops the cluster at once (`-m immediate`: no checkpoint, so the next start runs crash
+ * recovery, as after a power cut of the database host). Resolves once the server is down.
+ */
+export async function stopChaosClusterImmediately(cluster: ChaosCluster): Promise<void> {
+  await runAsync('pg_ctlcluster', [
+    '--skip-systemctl-redirect',
+    cluster.version,
+    cluster.name,
+    'stop',
+    '-m',
+    'immediate',
+  ]);
+}
+
+/** Starts a stopped cluster; resolves when `pg_ctlcluster` returns (the server may still be recovering). */
+export async function startChaosCluster(cluster: ChaosCluster): Promise<void> {
+  await runAsync('pg_ctlcluster', ['--skip-systemctl-redirect', cluster.version, cluster.name, 'start']);
 }
 
 /** Terminates this cluster's backends whose query matches `pattern` (and `extra` other Docket ones); returns how many. */

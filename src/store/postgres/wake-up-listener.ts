@@ -2,8 +2,10 @@
  * LISTEN for wake-ups on a dedicated connection (a pooled connection would lose the LISTEN when
  * returned). The connection can die at any time (server restart, pg_terminate_backend, network):
  * an 'error' handler keeps that from crashing the process, and the listener reconnects with
- * capped exponential backoff. A notification sent while disconnected is lost for good, so every
- * reconnect tells the subscribers `{runAt: null}` ("look again") and they poll once.
+ * capped exponential backoff, jittered so a fleet whose database just restarted does not
+ * reconnect in lockstep, and LISTENs again. A notification sent while disconnected is lost for
+ * good, so every reconnect tells the subscribers `{runAt: null}` ("look again") and they claim
+ * once; until then the workers' ordinary polling finds every due job.
  */
 import pg from 'pg';
 import type { WakeUp } from '../store.js';
@@ -20,6 +22,20 @@ export interface WakeUpListenerOptions {
   minReconnectDelayMs?: number;
   /** Reconnect delay cap (default 5000 ms): bounds how long wake-ups stay off after a database restart. */
   maxReconnectDelayMs?: number;
+  /** Source of the reconnect jitter, in [0, 1) (default Math.random); tests pass a seeded one. */
+  random?: () => number;
+  /** Told when the LISTEN connection is lost (`false`) and when it listens again (`true`), once per change. */
+  onListeningChange?: (listening: boolean) => void;
+}
+
+/**
+ * The delay before reconnect attempt `failures + 1`: exponential from `minMs`, capped at `maxMs`,
+ * then "equal jitter" (half fixed, half random), so the delay stays within [cap/2, cap] of its
+ * step: never a zero-delay storm against a database still recovering, never in lockstep.
+ */
+export function reconnectDelayMs(failures: number, minMs: number, maxMs: number, random: () => number): number {
+  const step = Math.min(maxMs, minMs * 2 ** Math.min(failures, 30));
+  return Math.round(step / 2 + (step / 2) * random());
 }
 
 /** A self-healing LISTEN connection that turns notifications into {@link WakeUp}s. */
@@ -30,6 +46,8 @@ export class WakeUpListener {
   private failures = 0;
   private closed = false;
   private connecting: Promise<void> | null = null;
+  /** Whether subscribers were last told the connection is listening (changes are reported once). */
+  private listening = false;
 
   constructor(options: WakeUpListenerOptions) {
     this.options = options;
@@ -67,9 +85,10 @@ export class WakeUpListener {
   }
 
   private async attemptConnect(announce: boolean): Promise<void> {
+    // The store passes its keepalive and connect-timeout settings (postgresClientConfig 'listen');
+    // these defaults serve a listener built on its own.
     const client = new pg.Client({
       application_name: 'docket-listener',
-      // Keepalives find a half-open LISTEN socket (no FIN ever arrives) within a minute.
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       connectionTimeoutMillis: 10_000,
@@ -96,21 +115,36 @@ export class WakeUpListener {
     }
     this.client = client;
     this.failures = 0;
+    this.setListening(true);
     if (announce) this.emit({ runAt: null });
   }
 
   private lost(client: pg.Client): void {
     if (this.client !== client) return;
     this.client = null;
+    this.setListening(false);
     client.end().catch(() => {});
     this.scheduleReconnect();
   }
 
+  private setListening(listening: boolean): void {
+    if (this.listening === listening || this.closed) return;
+    this.listening = listening;
+    try {
+      this.options.onListeningChange?.(listening);
+    } catch {
+      // A reporting bug must not stop the reconnect loop.
+    }
+  }
+
   private scheduleReconnect(): void {
     if (this.closed || this.reconnectTimer) return;
-    const min = this.options.minReconnectDelayMs ?? 100;
-    const max = this.options.maxReconnectDelayMs ?? 5000;
-    const delayMs = Math.min(max, min * 2 ** this.failures);
+    const delayMs = reconnectDelayMs(
+      this.failures,
+      this.options.minReconnectDelayMs ?? 100,
+      this.options.maxReconnectDelayMs ?? 5000,
+      this.options.random ?? Math.random,
+    );
     this.failures++;
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;

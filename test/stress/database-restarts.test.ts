@@ -1,0 +1,328 @@
+/**
+ * Losing the database is an event the fleet rides through (issue 13, bullet 1). Real `docket work`
+ * processes run against this file's own PostgreSQL cluster (`15 restarts` on port 5434, created
+ * like the chaos harness's: never the shared cluster on 5432) while a producer submits under load,
+ * and a seeded nemesis takes the database away 20 times: `pg_ctlcluster stop -m immediate` (no
+ * checkpoint: crash recovery on start) followed by a start, mixed with `pg_terminate_backend` of
+ * every Docket backend. Asserted: no worker process exits, every acknowledged job completes, each
+ * worker logs the loss and the recovery once per outage at most (not once per retry), and recovery
+ * is bounded: the first job claimed after the database accepts connections again is claimed
+ * within 2 s, as the harness measures it.
+ *
+ * How recovery is measured (harness clock, monotonic): after a restart a prober connects every
+ * 10 ms; the first connection that answers `SELECT` marks "ready". It records the lease owners of
+ * the running rows at that instant; every claim writes a fresh owner (`<worker>/<instance>.<n>`,
+ * see JobClaimer) that a heartbeat never changes, so the first running or newly finished row with
+ * an owner outside that set is the first claim after ready. The prober polls for it every 10 ms.
+ * For a terminate, "ready" is the moment the backends were terminated (the server never left).
+ *
+ * A second case checks the lease side with a real outage rather than paused heartbeats: a handler
+ * running while the database is stopped for longer than its lease is aborted once the lease can
+ * no longer be confirmed, and after the restart the job is claimed again and finishes.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Docket } from '../../src/docket.js';
+import { seededRandom } from '../../src/retry/random.js';
+import { type RunningCli, startDocket } from '../cli/run-docket.js';
+import {
+  type ChaosCluster,
+  chaosCluster,
+  ensureChaosCluster,
+  startChaosCluster,
+  stopChaosClusterImmediately,
+} from './chaos-cluster.js';
+
+const SEED = Number(process.env.DOCKET_RESTARTS_SEED ?? 13);
+const FAULTS = 20;
+/** The bound under test: the first claim after the database is back, ms. */
+const RECOVERY_BOUND_MS = 2000;
+const WORKERS = 3;
+const LEASE_MS = 10_000;
+
+/** A handler that takes a few ms, like a small real job; its result is the proof it ran. */
+const HANDLERS = `
+export default {
+  'restart.work': async (payload) => {
+    await new Promise((resolve) => setTimeout(resolve, 5 + (payload.n % 20)));
+    return { n: payload.n };
+  },
+};
+`;
+
+let cluster: ChaosCluster;
+let dir: string;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  // No skip: a machine that cannot create the cluster fails here (CI runs as root).
+  cluster = await ensureChaosCluster(chaosCluster({ name: 'restarts', port: 5434 }));
+  dir = mkdtempSync(join(tmpdir(), 'docket-restarts-'));
+  writeFileSync(join(dir, 'handlers.mjs'), HANDLERS);
+}, 60_000);
+
+afterAll(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function schemaUrl(schema: string): string {
+  return `${cluster.url}?schema=${schema}`;
+}
+
+async function admin(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: cluster.url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = await admin();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Connects until a connection answers, polling every 10 ms; resolves with that client (caller ends it). */
+async function firstAnsweringClient(timeoutMs: number): Promise<pg.Client> {
+  const deadline = performance.now() + timeoutMs;
+  let lastError: unknown;
+  while (performance.now() < deadline) {
+    const client = new pg.Client({ connectionString: cluster.url, connectionTimeoutMillis: 1000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return client;
+    } catch (error) {
+      lastError = error;
+      await client.end().catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+  throw new Error(`the restarts cluster did not come back within ${timeoutMs} ms: ${String(lastError)}`);
+}
+
+/**
+ * Waits for the first claim made after `readyAt` (see the file header), polling every 10 ms on
+ * `client`; returns how long after `readyAt` it was seen, or Infinity after `timeoutMs`.
+ */
+async function firstClaimAfter(client: pg.Client, schema: string, readyAt: number, timeoutMs: number): Promise<number> {
+  const jobs = `"${schema}".jobs`;
+  const before = await client.query<{ owner: string; db_now: Date }>(
+    `SELECT coalesce(array_agg(DISTINCT lease_owner) FILTER (WHERE state = 'running'), '{}') AS owner, now() AS db_now FROM ${jobs}`,
+  );
+  const known = (before.rows[0]?.owner ?? []) as unknown as string[];
+  const dbReadyAt = before.rows[0]?.db_now;
+  while (performance.now() - readyAt < timeoutMs) {
+    const found = await client.query(
+      `SELECT 1 FROM ${jobs}
+        WHERE (state = 'running' OR (state = 'done' AND finished_at >= $2))
+          AND lease_owner IS NOT NULL AND NOT (lease_owner = ANY($1::text[]))
+        LIMIT 1`,
+      [known, dbReadyAt],
+    );
+    if (found.rowCount) return performance.now() - readyAt;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+interface LogCounts {
+  lost: number;
+  recovered: number;
+}
+
+/** Counts a worker's connection-lost and -recovered log lines so far (pino JSON lines on stdout). */
+function logCounts(worker: RunningCli): LogCounts {
+  const counts = { lost: 0, recovered: 0 };
+  for (const line of worker.output().stdout.split('\n')) {
+    if (line.includes('docket: store connection lost')) counts.lost += 1;
+    if (line.includes('docket: store connection recovered')) counts.recovered += 1;
+  }
+  return counts;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+describe('workers ride through a database that restarts under them', () => {
+  it(`survives ${FAULTS} immediate restarts and terminated backends under load: 0 exits, 0 lost, first claim within ${RECOVERY_BOUND_MS} ms`, async () => {
+    const random = seededRandom(SEED);
+    const schema = `restarts_${SEED}`;
+    await dropSchema(schema);
+    const url = schemaUrl(schema);
+    const producer = await Docket.open({ url, poolSize: 2 });
+    cleanups.push(() => producer.close());
+
+    const workers: RunningCli[] = [];
+    const exits: string[] = [];
+    for (let i = 0; i < WORKERS; i += 1) {
+      const worker = startDocket([
+        'work',
+        '--db',
+        url,
+        '--handlers',
+        join(dir, 'handlers.mjs'),
+        '--concurrency',
+        '8',
+        '--lease-ms',
+        String(LEASE_MS),
+        '--id',
+        `restart-w${i}`,
+      ]);
+      void worker.exited.then((result) => exits.push(`restart-w${i}: code ${result.code} signal ${result.signal}`));
+      cleanups.push(async () => {
+        worker.child.kill('SIGKILL');
+        await worker.exited;
+      });
+      workers.push(worker);
+    }
+    await expect
+      .poll(async () => (await producer.listWorkers()).length, { timeout: 30_000, interval: 100 })
+      .toBe(WORKERS);
+
+    // The producer: 5 jobs every 100 ms (50/s) for the whole run. A submit that fails during an
+    // outage is not acknowledged (it may still have committed: such a job is an extra, not a loss).
+    const acknowledged: string[] = [];
+    let submitErrors = 0;
+    let producing = true;
+    let n = 0;
+    const production = (async () => {
+      while (producing) {
+        const batch = Array.from({ length: 5 }, () => ({ kind: 'restart.work', payload: { n: n++ } }));
+        try {
+          for (const result of await producer.submitMany(batch)) acknowledged.push(result.id);
+        } catch {
+          submitErrors += 1;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+
+    const recoveries: { fault: string; ms: number }[] = [];
+    let restarts = 0;
+    let terminates = 0;
+    const logBefore = workers.map(logCounts);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (let fault = 0; fault < FAULTS; fault += 1) {
+      // About two restarts for every terminate; the first fault is always a restart.
+      const restart = fault === 0 || random() < 0.65;
+      // A backlog that falls due during the outage, so the first claim after it has jobs to
+      // take and the measurement is the workers' reconnect, not the producer's next submit.
+      try {
+        for (const result of await producer.submitMany(
+          Array.from({ length: 20 }, () => ({ kind: 'restart.work', payload: { n: n++ }, delayMs: 250 })),
+        )) {
+          acknowledged.push(result.id);
+        }
+      } catch {
+        submitErrors += 1;
+      }
+      let readyAt: number;
+      let prober: pg.Client;
+      let starting: Promise<void> = Promise.resolve();
+      if (restart) {
+        await stopChaosClusterImmediately(cluster);
+        // Down for 100-800 ms: long enough that every worker's calls fail, short like a real crash-restart.
+        await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(random() * 700)));
+        // pg_ctlcluster returns a second or two after the server accepts connections: measure from the latter.
+        starting = startChaosCluster(cluster);
+        prober = await firstAnsweringClient(30_000);
+        readyAt = performance.now();
+        restarts += 1;
+      } else {
+        const killer = await admin();
+        try {
+          // Every Docket backend: the pools of the workers and the producer, and every LISTEN connection.
+          await killer.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE application_name LIKE 'docket%' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+          );
+        } finally {
+          await killer.end().catch(() => {});
+        }
+        readyAt = performance.now();
+        prober = await admin();
+        terminates += 1;
+      }
+      try {
+        const ms = await firstClaimAfter(prober, schema, readyAt, 15_000);
+        recoveries.push({ fault: restart ? 'restart' : 'terminate', ms: Math.round(ms) });
+      } finally {
+        await prober.end().catch(() => {});
+        await starting;
+      }
+      // Let the fleet settle into steady work before the next fault.
+      await new Promise((resolve) => setTimeout(resolve, 800 + Math.floor(random() * 700)));
+    }
+
+    producing = false;
+    await production;
+    // Every acknowledged job completes: drained within 30 s of the last fault.
+    const check = await admin();
+    cleanups.push(() => check.end());
+    let notDone = Number.NaN;
+    const drainDeadline = performance.now() + 30_000;
+    while (performance.now() < drainDeadline) {
+      const result = await check.query<{ n: string }>(
+        `SELECT count(*) AS n FROM unnest($1::bigint[]) AS a(id)
+          WHERE NOT EXISTS (SELECT 1 FROM "${schema}".jobs j WHERE j.id = a.id AND j.state = 'done')`,
+        [acknowledged],
+      );
+      notDone = Number(result.rows[0]?.n);
+      if (notDone === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const logAfter = workers.map(logCounts);
+    const lostLines = logAfter.map((after, i) => after.lost - (logBefore[i]?.lost ?? 0));
+    const recoveredLines = logAfter.map((after, i) => after.recovered - (logBefore[i]?.recovered ?? 0));
+    const recoveryMs = recoveries.map((r) => r.ms);
+    const figures = {
+      seed: SEED,
+      restartsSurvived: restarts,
+      backendsTerminatedRounds: terminates,
+      workerExits: exits.length,
+      acknowledged: acknowledged.length,
+      submitErrorsDuringOutages: submitErrors,
+      lost: notDone,
+      maxRecoveryMs: Math.max(...recoveryMs),
+      medianRecoveryMs: median(recoveryMs),
+      lostLogLines: lostLines,
+      recoveredLogLines: recoveredLines,
+      recoveries: recoveries.map((r) => `${r.fault[0]}${r.ms}`).join(' '),
+    };
+    console.log(`database restarts: ${JSON.stringify(figures)}`);
+    const context = `${JSON.stringify(figures)}\n${exits.join('\n')}\n${workers
+      .map((w) => w.output().stderr.slice(-2000))
+      .join('\n---\n')}`;
+
+    expect(exits, context).toEqual([]);
+    expect(notDone, context).toBe(0);
+    expect(acknowledged.length, context).toBeGreaterThan(1000);
+    expect(restarts + terminates, context).toBe(FAULTS);
+    expect(terminates, context).toBeGreaterThan(0);
+    expect(Math.max(...recoveryMs), context).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
+    // Loss and recovery are logged once per outage a worker noticed, never once per retry: at
+    // most one pair per fault, and every loss is followed by its recovery.
+    for (let i = 0; i < WORKERS; i += 1) {
+      expect(lostLines[i], context).toBeGreaterThan(0);
+      expect(lostLines[i], context).toBeLessThanOrEqual(FAULTS);
+      expect(recoveredLines[i], context).toBe(lostLines[i]);
+    }
+    for (const worker of workers) worker.child.kill('SIGTERM');
+    const stopped = await Promise.all(workers.map((w) => w.exited));
+    expect(
+      stopped.map((s) => s.code),
+      context,
+    ).toEqual(workers.map(() => 0));
+  }, 170_000);
+});
