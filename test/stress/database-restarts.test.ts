@@ -16,9 +16,12 @@
  * an owner outside that set is the first claim after ready. The prober polls for it every 10 ms.
  * For a terminate, "ready" is the moment the backends were terminated (the server never left).
  *
- * A second case checks the lease side with a real outage rather than paused heartbeats: a handler
- * running while the database is stopped for longer than its lease is aborted once the lease can
- * no longer be confirmed, and after the restart the job is claimed again and finishes.
+ * Three smaller cases on the same cluster: the LISTEN connection comes back after a restart and
+ * reports its loss and recovery once each however many reconnects failed; a handler running
+ * while the database is down for longer than its lease is aborted once the lease can no longer be
+ * confirmed (a real outage, not paused heartbeats), and the job runs again afterwards; a call whose
+ * backend stops answering (SIGSTOP: a half-open connection) fails at the read deadline instead of
+ * hanging, and the next call gets a fresh connection.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,13 +30,18 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docket } from '../../src/docket.js';
 import { seededRandom } from '../../src/retry/random.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { WakeUpListener } from '../../src/store/postgres/wake-up-listener.js';
+import type { WakeUp } from '../../src/store/store.js';
 import { type RunningCli, startDocket } from '../cli/run-docket.js';
+import { deferred, within } from '../integration/support/deferred.js';
 import {
   type ChaosCluster,
   chaosCluster,
   ensureChaosCluster,
   startChaosCluster,
   stopChaosClusterImmediately,
+  waitForCluster,
 } from './chaos-cluster.js';
 
 const SEED = Number(process.env.DOCKET_RESTARTS_SEED ?? 13);
@@ -325,4 +333,101 @@ describe('workers ride through a database that restarts under them', () => {
       context,
     ).toEqual(workers.map(() => 0));
   }, 170_000);
+
+  it('brings the LISTEN connection back after a restart, reporting loss and recovery once each', async () => {
+    const changes: boolean[] = [];
+    const wakeUps: WakeUp[] = [];
+    const listener = new WakeUpListener({
+      connection: { connectionString: cluster.url, connectionTimeoutMillis: 1000 },
+      channel: 'restarts_listener',
+      onWakeUp: (wakeUp) => wakeUps.push(wakeUp),
+      minReconnectDelayMs: 20,
+      maxReconnectDelayMs: 200,
+      random: seededRandom(SEED),
+      onListeningChange: (listening) => changes.push(listening),
+    });
+    cleanups.push(() => listener.close());
+    await listener.start();
+    expect(changes).toEqual([true]);
+    await stopChaosClusterImmediately(cluster);
+    // Down for 1.5 s: reconnects at 10-20, 20-40, … then every 100-200 ms all fail meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(changes).toEqual([true, false]);
+    await startChaosCluster(cluster);
+    await waitForCluster(cluster);
+    await expect.poll(() => changes, { timeout: 5000, interval: 20 }).toEqual([true, false, true]);
+    // The reconnect said "look again" (notifications sent while down are lost), and NOTIFY works again.
+    expect(wakeUps).toContainEqual({ runAt: null });
+    const notifier = await admin();
+    try {
+      await notifier.query(`NOTIFY restarts_listener, '12345'`);
+    } finally {
+      await notifier.end();
+    }
+    await expect
+      .poll(() => wakeUps.some((wakeUp) => wakeUp.runAt?.getTime() === 12345), { timeout: 5000, interval: 20 })
+      .toBe(true);
+    await listener.close();
+  }, 30_000);
+
+  it('aborts a handler once its lease cannot be confirmed while the database is down, and runs the job again after', async () => {
+    const schema = `restarts_lease_${SEED}`;
+    await dropSchema(schema);
+    const docket = await Docket.open({ url: schemaUrl(schema) });
+    cleanups.push(() => docket.close());
+    const started = deferred<void>();
+    const aborted = deferred<{ at: number; reason: unknown }>();
+    docket.handle('restart.long', async (_payload, ctx) => {
+      if (ctx.attempt > 1) return 'second attempt';
+      started.resolve();
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      aborted.resolve({ at: performance.now(), reason: ctx.signal.reason });
+      return 'never written';
+    });
+    const lost = deferred<string>();
+    docket.events.on('leaseLost', (event) => lost.resolve(event.reason));
+    const leaseMs = 2000;
+    const worker = docket.worker({ leaseMs, heartbeatIntervalMs: 400, pollIntervalMs: 200 });
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'restart.long' });
+    await within(started.promise, 10_000, 'first attempt start');
+    // One heartbeat confirms the lease, then the database goes away for longer than the lease.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await stopChaosClusterImmediately(cluster);
+    const downAt = performance.now();
+    const abort = await within(aborted.promise, leaseMs + 3000, 'abort while the database is down');
+    expect(await lost.promise).toBe('lease_unconfirmed');
+    expect((abort.reason as { reason?: string }).reason).toBe('lease_lost');
+    // Aborted within the lease (no later than leaseMs after the last confirmation), while still down.
+    expect(abort.at - downAt).toBeLessThanOrEqual(leaseMs + 500);
+    await startChaosCluster(cluster);
+    await waitForCluster(cluster);
+    await expect
+      .poll(async () => docket.getJob(id).catch(() => null), { timeout: 20_000, interval: 100 })
+      .toMatchObject({ state: 'done', attempts: 2 });
+    await worker.stop();
+  }, 60_000);
+
+  it('fails a call whose backend stops answering at the read deadline, then carries on with a fresh connection', async () => {
+    const schema = `restarts_deadline_${SEED}`;
+    await dropSchema(schema);
+    const statementTimeoutMs = 500;
+    const store = await PostgresStore.open(schemaUrl(schema), { poolSize: 1, statementTimeoutMs });
+    cleanups.push(() => store.close());
+    const pid = (await store.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid as number;
+    // A stopped backend answers nothing and its socket stays open: the half-open case no server-side timeout covers.
+    process.kill(pid, 'SIGSTOP');
+    let failedAfterMs: number;
+    try {
+      const startedAt = performance.now();
+      await expect(store.jobGet({ id: '1' })).rejects.toThrow(/Query read timeout/);
+      failedAfterMs = performance.now() - startedAt;
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(failedAfterMs).toBeGreaterThanOrEqual(statementTimeoutMs + 5000 - 50);
+    expect(failedAfterMs).toBeLessThan(statementTimeoutMs + 5000 + 2000);
+    // poolSize 1: this answers only because the stuck client was destroyed, not returned.
+    expect(await store.jobGet({ id: '1' })).toBeNull();
+  }, 30_000);
 });
