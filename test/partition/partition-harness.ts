@@ -5,7 +5,7 @@
  * the job's row) while the namespace is cut off.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type pg from 'pg';
 import { type ChaosCluster, chaosCluster } from '../stress/chaos-cluster.js';
@@ -45,6 +45,49 @@ export function partitionCluster(network: PartitionNetwork): ChaosCluster {
     trustNetworks: [`${network.namespaceAddress}/32`],
     settings: PARTITION_SERVER_SETTINGS,
   });
+}
+
+/** Held while a partition test runs: its port, cluster name and leftover sweep are machine-wide. */
+const RUN_LOCK = '/tmp/docket-partition-test.lock';
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes the machine-wide run lock (a file naming the holder's pid), waiting up to `timeoutMs` for
+ * another run to finish; a lock whose holder is gone is taken over. Only the holder may sweep
+ * leftover namespaces and recreate the cluster, so two runs can never tear down each other's.
+ * Returns the release function.
+ */
+export async function acquireRunLock(timeoutMs: number): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const fd = openSync(RUN_LOCK, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(RUN_LOCK, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = Number(readFileSync(RUN_LOCK, { encoding: 'utf8', flag: 'r' }).trim() || 0);
+    if (!holder || !processAlive(holder)) {
+      rmSync(RUN_LOCK, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `another partition test (pid ${holder}) holds ${RUN_LOCK}; they cannot run at once on one machine`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** The cluster's server log (Debian's location), to see which timeout ended a session. */

@@ -45,6 +45,7 @@ import {
   removeLeftoverNetworks,
 } from './network-namespace.js';
 import {
+  acquireRunLock,
   clusterLog,
   type DatabaseSample,
   type DatabaseSession,
@@ -91,10 +92,12 @@ describe.skipIf(skipReason !== null)('a worker cut off from PostgreSQL by a netw
   let store: Store | undefined;
   let dir: string | undefined;
   const workers: WorkerProcess[] = [];
+  let releaseRunLock: (() => void) | undefined;
 
   beforeAll(async () => {
     // Missing tools or privileges fail the test (never skip): CI runs as root with both installed.
     assertNetworkTools();
+    releaseRunLock = await acquireRunLock(60_000);
     removeLeftoverNetworks();
     network = createPartitionNetwork();
     cluster = partitionCluster(network);
@@ -132,6 +135,7 @@ describe.skipIf(skipReason !== null)('a worker cut off from PostgreSQL by a netw
     await attempt('cluster', () => cluster && dropChaosCluster(cluster));
     await attempt('temporary directory', () => dir && rmSync(dir, { recursive: true, force: true }));
     if (network && networkRemains(network)) problems.push(`namespace or veth left behind: ${network.namespace}`);
+    releaseRunLock?.();
     if (problems.length > 0) throw new Error(`partition test cleanup: ${problems.join('; ')}`);
   };
   /** Last resort when the test process exits without running afterAll (synchronous steps only). */
@@ -143,6 +147,7 @@ describe.skipIf(skipReason !== null)('a worker cut off from PostgreSQL by a netw
     } catch {
       // The next run drops it before it starts.
     }
+    releaseRunLock?.();
   }
   process.on('exit', cleanUpAtExit);
 
