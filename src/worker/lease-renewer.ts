@@ -131,11 +131,15 @@ export class LeaseRenewer {
   /**
    * Delay until the next check while a heartbeat is out: the earliest held confirmation's end, so
    * a lease is presumed lost as soon as it could have lapsed in the database, never an interval later.
+   * A confirmation that had already run out when the heartbeat was sent (the worker was frozen, or
+   * its event loop stalled) waits up to one interval for that heartbeat's answer instead, as before:
+   * the database may still hold the lease, or it refuses it, which is then reported as stale.
    */
   private untilNextExpiryMs(): number {
     let earliest = Number.POSITIVE_INFINITY;
     for (const entry of this.held.values()) earliest = Math.min(earliest, entry.confirmedUntil);
-    return Math.max(1, Math.min(this.intervalMs, Math.ceil(earliest - this.clock.monotonic())));
+    const untilMs = Math.ceil(earliest - this.clock.monotonic());
+    return untilMs <= 0 ? this.intervalMs : Math.min(this.intervalMs, untilMs);
   }
 
   private async beat(): Promise<void> {

@@ -12,14 +12,14 @@ import { type LeaseLossReason, LeaseRenewer } from '../../src/worker/lease-renew
 /** Lets promise callbacks run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-/** A store whose heartbeats are answered (confirmed) until `hang` is set, then never again. */
+/** A store whose heartbeats are confirmed, refused (`refuse`) or never answered (`hang`). */
 function heartbeatStore() {
-  const state = { hang: false, calls: 0 };
+  const state = { hang: false, refuse: false, calls: 0 };
   const store = {
     jobHeartbeatMany: ({ leases }: { leases: JobLease[] }) => {
       state.calls += 1;
       if (state.hang) return new Promise<(Date | null)[]>(() => {});
-      return Promise.resolve(leases.map(() => new Date()));
+      return Promise.resolve(leases.map(() => (state.refuse ? null : new Date())));
     },
   } as unknown as Store;
   return { store, state };
@@ -63,6 +63,30 @@ describe('LeaseRenewer', () => {
     await settle();
     expect(state.calls).toBe(3);
     await Promise.race([renewer.stop(), settle()]);
+  });
+
+  it('lets a heartbeat sent after the confirmation ran out (a frozen worker) be answered: a refusal is reported as such', async () => {
+    const clock = new ManualClock(0);
+    const { store, state } = heartbeatStore();
+    state.refuse = true;
+    const lost: LeaseLossReason[] = [];
+    const renewer = new LeaseRenewer(
+      store,
+      1000,
+      250,
+      { onLost: (_l, reason) => lost.push(reason), onError: () => {} },
+      clock,
+    );
+    // Confirmed long ago: by the first heartbeat the confirmation has run out, as after a SIGSTOP.
+    renewer.add({ id: '1', token: 1 }, -5000);
+    renewer.start();
+    clock.advance(250); // the heartbeat goes out
+    clock.advance(1); // its answer is not in yet
+    expect(lost).toEqual([]);
+    await settle();
+    expect(lost).toEqual(['heartbeat_refused']);
+    expect(state.calls).toBe(1);
+    await renewer.stop();
   });
 
   it('keeps renewing on schedule while heartbeats are answered', async () => {
