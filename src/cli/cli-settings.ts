@@ -192,8 +192,12 @@ function checkChoice(setting: CliSetting, value: unknown, source: SettingSource)
  * e.g. "worker option leaseMs must be …" + " (from --lease-ms)".
  */
 export function withSettingSource(message: string, sources: ReadonlyMap<string, SettingSource>): string {
+  // The option named first is the refused one: a later name may be part of the quoted value
+  // ("listenUrl must be …, got "postgres://db/x"" names listenUrl, not db).
+  let first: { at: number; source: SettingSource } | undefined;
   for (const [key, source] of sources) {
-    if (new RegExp(`\\b${key}\\b`).test(message)) return `${message} (from ${describeSource(source)})`;
+    const at = message.search(new RegExp(`\\b${key}\\b`));
+    if (at >= 0 && (first === undefined || at < first.at)) first = { at, source };
   }
-  return message;
+  return first ? `${message} (from ${describeSource(first.source)})` : message;
 }

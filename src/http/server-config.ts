@@ -453,7 +453,17 @@ const SETTINGS: Setting[] = [
       .regex(/^(postgres(ql)?:\/\/|sqlite:).+/i, { error: 'must be a store URL: postgres://…, sqlite:file.db' }),
     fallback: 'sqlite:docket.db',
   },
-  ...STORE_SETTINGS.map((setting) => sharedSetting(setting, 'store')),
+  ...STORE_SETTINGS.map((setting) =>
+    // listenUrl is text or false (no LISTEN): a config file may say false as work's does; the
+    // store's parser checks the URL and reads "off" from flags and variables.
+    setting.key === 'listenUrl'
+      ? sharedSetting(setting, 'store', {
+          schema: z.union([z.literal(false), z.string().min(1, 'must not be empty')], {
+            error: (issue) => `must be a postgres:// URL, or false ("off") for no LISTEN, got ${show(issue.input)}`,
+          }),
+        })
+      : sharedSetting(setting, 'store'),
+  ),
   ...DOCKET_SETTINGS.map((setting) => sharedSetting(setting, 'docket')),
   ...WORKER_SETTINGS.map(workerSetting),
   {

@@ -54,6 +54,8 @@ export class WorkerReporter {
   /** Whether the last store round trip this worker saw succeeded; flips are logged once each way. */
   private storeReachable = true;
   private storeLostAt = 0;
+  /** Operations whose failure was logged during the current outage: their retries log at debug. */
+  private readonly failedDuringOutage = new Set<string>();
 
   constructor(
     private readonly workerId: string,
@@ -141,7 +143,8 @@ export class WorkerReporter {
   /** Counts, logs and emits an error; a store operation's first error also logs the connection as lost. */
   error(error: unknown, operation: string): void {
     this.counters.errors += 1;
-    if (!NON_STORE_OPERATIONS.has(operation) && this.storeReachable) {
+    const storeOperation = !NON_STORE_OPERATIONS.has(operation);
+    if (storeOperation && this.storeReachable) {
       this.storeReachable = false;
       this.storeLostAt = this.clock.monotonic();
       this.logger.warn(
@@ -149,7 +152,13 @@ export class WorkerReporter {
         'docket: store connection lost; claims back off and outcome writes are retried while leases last',
       );
     }
-    this.logger.warn({ operation, ...errorFields(error) }, `docket: ${operation} failed`);
+    // During an outage each operation's failure is logged once; its retries (a claim every
+    // second, a heartbeat every lease/10) go to debug, so an outage costs a few lines, not one
+    // per retry. Counters and 'error' events still see every one.
+    const repeated = storeOperation && this.failedDuringOutage.has(operation);
+    if (storeOperation) this.failedDuringOutage.add(operation);
+    if (repeated) this.logger.debug({ operation, ...errorFields(error) }, `docket: ${operation} failed again`);
+    else this.logger.warn({ operation, ...errorFields(error) }, `docket: ${operation} failed`);
     this.events.emit('error', { error, operation, workerId: this.workerId });
   }
 
@@ -157,6 +166,7 @@ export class WorkerReporter {
   storeAnswered(): void {
     if (this.storeReachable) return;
     this.storeReachable = true;
+    this.failedDuringOutage.clear();
     this.logger.info(
       { downMs: Math.round(this.clock.monotonic() - this.storeLostAt) },
       'docket: store connection recovered',

@@ -169,6 +169,11 @@ describe.each(storeKinds())('worker logs through pino on %s', (kind) => {
     expect(lines.filter((line) => /store connection lost/.test(line.msg))).toEqual([
       expect.objectContaining({ level: WARN, operation: 'claim', error: 'connect ECONNREFUSED' }),
     ]);
+    // Claims failed at least twice, but only the first is a warning: retries are not logged one by one.
+    expect(errors.filter((op) => op === 'claim').length).toBeGreaterThanOrEqual(2);
+    expect(lines.filter((line) => line.msg === 'docket: claim failed')).toEqual([
+      expect.objectContaining({ level: WARN, operation: 'claim' }),
+    ]);
     const recovered = lines.filter((line) => /store connection recovered/.test(line.msg));
     expect(recovered).toHaveLength(1);
     expect(recovered[0]?.downMs).toEqual(expect.any(Number));

@@ -4,8 +4,10 @@
  * like the chaos harness's: never the shared cluster on 5432) while a producer submits under load,
  * and a seeded nemesis takes the database away 20 times: `pg_ctlcluster stop -m immediate` (no
  * checkpoint: crash recovery on start) followed by a start, mixed with `pg_terminate_backend` of
- * every Docket backend. Asserted: no worker process exits, every acknowledged job completes, each
- * worker logs the loss and the recovery once per outage at most (not once per retry), and recovery
+ * every Docket backend; a `docket serve` process runs on the same database. Asserted: no worker
+ * (or server) process exits, every acknowledged job completes, each
+ * worker logs the loss and the recovery once per outage at most, and each failing operation once per
+ * outage (not once per retry), and recovery
  * is bounded: the first job claimed after the database accepts connections again is claimed
  * within 2 s, as the harness measures it.
  *
@@ -145,14 +147,31 @@ async function firstClaimAfter(client: pg.Client, schema: string, readyAt: numbe
 interface LogCounts {
   lost: number;
   recovered: number;
+  /** Operations logged as failed (warn) more than once within one outage: retries that were not quiet. */
+  repeatedFailures: string[];
 }
 
-/** Counts a worker's connection-lost and -recovered log lines so far (pino JSON lines on stdout). */
+/** Reads a worker's log so far (pino JSON lines on stdout): outages, recoveries and noisy retries. */
 function logCounts(worker: RunningCli): LogCounts {
-  const counts = { lost: 0, recovered: 0 };
-  for (const line of worker.output().stdout.split('\n')) {
-    if (line.includes('docket: store connection lost')) counts.lost += 1;
-    if (line.includes('docket: store connection recovered')) counts.recovered += 1;
+  const counts: LogCounts = { lost: 0, recovered: 0, repeatedFailures: [] };
+  let failedThisOutage = new Set<string>();
+  for (const text of worker.output().stdout.split('\n')) {
+    let line: { msg?: string; operation?: string };
+    try {
+      line = JSON.parse(text) as typeof line;
+    } catch {
+      continue;
+    }
+    if (line.msg?.startsWith('docket: store connection lost')) {
+      counts.lost += 1;
+      failedThisOutage = new Set();
+    } else if (line.msg === 'docket: store connection recovered') {
+      counts.recovered += 1;
+      failedThisOutage = new Set();
+    } else if (line.operation && line.msg === `docket: ${line.operation} failed`) {
+      if (failedThisOutage.has(line.operation)) counts.repeatedFailures.push(line.operation);
+      failedThisOutage.add(line.operation);
+    }
   }
   return counts;
 }
@@ -194,8 +213,22 @@ describe('workers ride through a database that restarts under them', () => {
       });
       workers.push(worker);
     }
+    // `docket serve` on the same database: its store and its built-in worker must ride through too.
+    const server = startDocket(['serve', '--db', url, '--port', '0', '--log-level', 'warn']);
+    void server.exited.then((result) => exits.push(`serve: code ${result.code} signal ${result.signal}`));
+    cleanups.push(async () => {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    });
     await expect
-      .poll(async () => (await producer.listWorkers()).length, { timeout: 30_000, interval: 100 })
+      .poll(() => /serving on (http:\/\/\S+)/.exec(server.output().stderr)?.[1], { timeout: 30_000 })
+      .toBeTruthy();
+    const serveUrl = /serving on (http:\/\/\S+)/.exec(server.output().stderr)?.[1] as string;
+    await expect
+      .poll(async () => (await producer.listWorkers()).filter((w) => w.id.startsWith('restart-w')).length, {
+        timeout: 30_000,
+        interval: 100,
+      })
       .toBe(WORKERS);
 
     // The producer: 5 jobs every 100 ms (50/s) for the whole run. A submit that fails during an
@@ -293,12 +326,13 @@ describe('workers ride through a database that restarts under them', () => {
     const logAfter = workers.map(logCounts);
     const lostLines = logAfter.map((after, i) => after.lost - (logBefore[i]?.lost ?? 0));
     const recoveredLines = logAfter.map((after, i) => after.recovered - (logBefore[i]?.recovered ?? 0));
+    const repeatedFailureLines = logAfter.map((after) => after.repeatedFailures.length);
     const recoveryMs = recoveries.map((r) => r.ms);
     const figures = {
       seed: SEED,
       restartsSurvived: restarts,
       backendsTerminatedRounds: terminates,
-      workerExits: exits.length,
+      processExits: exits.length,
       acknowledged: acknowledged.length,
       submitErrorsDuringOutages: submitErrors,
       lost: notDone,
@@ -306,6 +340,7 @@ describe('workers ride through a database that restarts under them', () => {
       medianRecoveryMs: median(recoveryMs),
       lostLogLines: lostLines,
       recoveredLogLines: recoveredLines,
+      repeatedFailureLogLines: repeatedFailureLines,
       recoveries: recoveries.map((r) => `${r.fault[0]}${r.ms}`).join(' '),
     };
     console.log(`database restarts: ${JSON.stringify(figures)}`);
@@ -325,13 +360,17 @@ describe('workers ride through a database that restarts under them', () => {
       expect(lostLines[i], context).toBeGreaterThan(0);
       expect(lostLines[i], context).toBeLessThanOrEqual(FAULTS);
       expect(recoveredLines[i], context).toBe(lostLines[i]);
+      // Within an outage each failing operation is logged once at warn; its retries stay quiet.
+      expect(repeatedFailureLines[i], context).toBe(0);
     }
-    for (const worker of workers) worker.child.kill('SIGTERM');
-    const stopped = await Promise.all(workers.map((w) => w.exited));
+    // The server's store answers again (GET /ready checks it) without a restart of the process.
+    expect((await fetch(`${serveUrl}/ready`)).status, context).toBe(200);
+    for (const child of [...workers, server]) child.child.kill('SIGTERM');
+    const stopped = await Promise.all([...workers, server].map((w) => w.exited));
     expect(
       stopped.map((s) => s.code),
       context,
-    ).toEqual(workers.map(() => 0));
+    ).toEqual([...workers, server].map(() => 0));
   }, 170_000);
 
   it('brings the LISTEN connection back after a restart, reporting loss and recovery once each', async () => {

@@ -30,8 +30,8 @@ export interface WakeUpListenerOptions {
 
 /**
  * The delay before reconnect attempt `failures + 1`: exponential from `minMs`, capped at `maxMs`,
- * then "equal jitter" (half fixed, half random), so the delay stays within [cap/2, cap] of its
- * step: never a zero-delay storm against a database still recovering, never in lockstep.
+ * then "equal jitter" (half fixed, half random), so the delay lies in [step/2, step]: never a
+ * zero-delay storm against a database still recovering, and a fleet never retries in lockstep.
  */
 export function reconnectDelayMs(failures: number, minMs: number, maxMs: number, random: () => number): number {
   const step = Math.min(maxMs, minMs * 2 ** Math.min(failures, 30));
