@@ -118,13 +118,32 @@ export class LeaseRenewer {
         // The last heartbeat has not come back (a hung connection): it confirms nothing, so leases
         // whose confirmation has run out are presumed lost rather than left running unowned.
         this.expireUnconfirmed();
-        this.schedule(this.intervalMs);
+        this.schedule(this.untilNextExpiryMs());
         return;
       }
       this.inFlight = this.beat().finally(() => {
         this.inFlight = undefined;
       });
+      // While that heartbeat is out, keep a timer armed: if it hangs (a network partition, a
+      // half-open connection) its own completion would be the only thing left to schedule the next
+      // check, and a lease could then stay "held", its handler running, long after it lapsed in the
+      // database. beat() rearms the timer itself when it returns.
+      if (!this.timer) this.schedule(this.untilNextExpiryMs());
     }, delayMs);
+  }
+
+  /**
+   * Delay until the next check while a heartbeat is out: the earliest held confirmation's end, so
+   * a lease is presumed lost as soon as it could have lapsed in the database, never an interval later.
+   * A confirmation that had already run out when the heartbeat was sent (the worker was frozen, or
+   * its event loop stalled) waits up to one interval for that heartbeat's answer instead, as before:
+   * the database may still hold the lease, or it refuses it, which is then reported as stale.
+   */
+  private untilNextExpiryMs(): number {
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const entry of this.held.values()) earliest = Math.min(earliest, entry.confirmedUntil);
+    const untilMs = Math.ceil(earliest - this.clock.monotonic());
+    return untilMs <= 0 ? this.intervalMs : Math.min(this.intervalMs, untilMs);
   }
 
   private async beat(): Promise<void> {

@@ -5,10 +5,13 @@
  * separate cluster (`15 chaos` on port 5433 by default) and never touches any other.
  *
  * `ensureChaosCluster` is idempotent and works on a fresh machine (CI runs as root): it creates
- * the cluster with trust authentication when missing and starts it when down.
+ * the cluster with trust authentication when missing and starts it when down. Other tests make
+ * their own cluster the same way under another name and port ({@link ChaosClusterOptions}: the
+ * partition test's listens on a veth address too, with its own keepalive settings), and
+ * `dropChaosCluster` removes one a test made for itself.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import pg from 'pg';
 
@@ -19,6 +22,23 @@ export interface ChaosCluster {
   port: number;
   /** Connection URL for the `postgres` database, user `postgres`. */
   url: string;
+  /** Addresses it listens on besides 127.0.0.1 (none: Debian's default, localhost). */
+  listenAddresses: readonly string[];
+  /** Client networks (CIDR) let in with trust authentication besides loopback. */
+  trustNetworks: readonly string[];
+  /** postgresql.conf settings written before each start. */
+  settings: Readonly<Record<string, string>>;
+}
+
+/** How a test's own cluster differs from the default chaos cluster. */
+export interface ChaosClusterOptions {
+  /** Cluster name (default `chaos`). */
+  name?: string;
+  /** Port (default DOCKET_CHAOS_PG_PORT or 5433); never 5432. */
+  port?: number;
+  listenAddresses?: readonly string[];
+  trustNetworks?: readonly string[];
+  settings?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -26,11 +46,19 @@ export interface ChaosCluster {
  * DOCKET_CHAOS_PG_PORT); other harnesses that restart their database pass their own name and
  * port, so no two harnesses ever restart each other's cluster.
  */
-export function chaosCluster(options: { name?: string; port?: number } = {}): ChaosCluster {
+export function chaosCluster(options: ChaosClusterOptions = {}): ChaosCluster {
   const version = process.env.DOCKET_CHAOS_PG_VERSION ?? readdirSync('/etc/postgresql').sort().at(-1) ?? '15';
   const port = options.port ?? Number(process.env.DOCKET_CHAOS_PG_PORT ?? 5433);
   if (port === 5432) throw new Error('a disposable cluster must not use port 5432: that is the shared main cluster');
-  return { version, name: options.name ?? 'chaos', port, url: `postgres://postgres@127.0.0.1:${port}/postgres` };
+  return {
+    version,
+    name: options.name ?? 'chaos',
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    listenAddresses: options.listenAddresses ?? [],
+    trustNetworks: options.trustNetworks ?? [],
+    settings: options.settings ?? {},
+  };
 }
 
 function run(command: string, args: string[]): string {
@@ -73,17 +101,45 @@ export async function waitForCluster(cluster: ChaosCluster, timeoutMs = 30_000):
   throw new Error(`chaos cluster on port ${cluster.port} did not come up: ${String(lastError)}`);
 }
 
-/** Creates the chaos cluster if missing (trust auth, loopback), starts it if down, waits for it. */
+/** Writes the cluster's listen addresses, settings and trusted networks (idempotent); they apply at its next start. */
+function configureCluster(cluster: ChaosCluster): void {
+  const settings: Record<string, string> = { ...cluster.settings };
+  if (cluster.listenAddresses.length > 0) {
+    settings.listen_addresses = ['127.0.0.1', ...cluster.listenAddresses].join(',');
+  }
+  for (const [key, value] of Object.entries(settings)) {
+    run('pg_conftool', [cluster.version, cluster.name, 'set', key, value]);
+  }
+  const hbaFile = `/etc/postgresql/${cluster.version}/${cluster.name}/pg_hba.conf`;
+  const hbaLines = readFileSync(hbaFile, 'utf8').split('\n');
+  for (const network of cluster.trustNetworks) {
+    const line = `host all all ${network} trust`;
+    if (!hbaLines.includes(line)) appendFileSync(hbaFile, `${line}\n`);
+  }
+}
+
+/**
+ * Creates the chaos cluster if missing (trust auth, loopback), configures and starts it if down,
+ * waits for it. A cluster already online keeps the configuration it was started with.
+ */
 export async function ensureChaosCluster(cluster: ChaosCluster = chaosCluster()): Promise<ChaosCluster> {
   const status = clusterStatus(cluster);
   if (status === 'missing') {
     run('pg_createcluster', [cluster.version, cluster.name, '--port', String(cluster.port), '--', '--auth=trust']);
   }
   if (status !== 'online') {
+    configureCluster(cluster);
     run('pg_ctlcluster', ['--skip-systemctl-redirect', cluster.version, cluster.name, 'start']);
   }
   await waitForCluster(cluster);
   return cluster;
+}
+
+/** Stops and deletes the cluster, data and configuration (a test's own cluster); does nothing if it is missing. */
+export function dropChaosCluster(cluster: ChaosCluster): void {
+  if (cluster.name === 'main' || cluster.port === 5432) throw new Error('refusing to drop the shared main cluster');
+  if (clusterStatus(cluster) === 'missing') return;
+  run('pg_dropcluster', ['--stop', cluster.version, cluster.name]);
 }
 
 /** Crashes and restarts the chaos cluster (`-m immediate`: no checkpoint, crash recovery on start). */
