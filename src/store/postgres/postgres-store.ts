@@ -52,6 +52,7 @@ import type {
   JobPruneParams,
   JobReleaseByOwnerParams,
   JobReleaseParams,
+  JobReserveIdsParams,
   JobSubmitParams,
   NextRunAtParams,
   QueueNameParams,
@@ -70,7 +71,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, positiveMs } from '../store-params.js';
+import { claimLimit, positiveMs, reserveIdCount } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import {
   type ConnectionHealth,
@@ -180,6 +181,7 @@ export class PostgresStore implements Store {
     listenNotify: true,
     skipLocked: true,
     callerTransactions: true,
+    reservableJobIds: true,
   });
 
   /** The schema holding this store's tables. */
@@ -291,6 +293,16 @@ export class PostgresStore implements Store {
     }
     if (!atomic) return this.queries.submit(this.pool, params, this.wakeHorizonMs);
     return this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs));
+  }
+
+  /** Draws ids from the job sequence (one round trip, nothing written); see {@link Store.jobReserveIds}. */
+  async jobReserveIds(params: JobReserveIdsParams): Promise<string[]> {
+    return this.queries.reserveIds(this.pool, reserveIdCount(params.count));
+  }
+
+  /** A dropped, refused or timed-out connection, or a server shutting down or starting up. */
+  isConnectionLoss(error: unknown): boolean {
+    return isTransientConnectionError(error);
   }
 
   /**
