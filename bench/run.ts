@@ -37,16 +37,26 @@ import {
   drainRun,
   insertFutureFiller,
   type RunRecord,
+  singleSubmitCapacityRun,
+  singleSubmitLatencyRun,
   skippedRun,
   spikeRun,
   streamRun,
-  singleSubmitCapacityRun,
-  singleSubmitLatencyRun,
   submitRun,
 } from './workloads.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const WORKLOADS = ['drain', 'stream', 'spike', 'large', 'limit', 'sqlite', 'submit', 'single-submit', 'memory'] as const;
+const WORKLOADS = [
+  'drain',
+  'stream',
+  'spike',
+  'large',
+  'limit',
+  'sqlite',
+  'submit',
+  'single-submit',
+  'memory',
+] as const;
 type Workload = (typeof WORKLOADS)[number];
 const PEERS: SystemName[] = ['graphile-worker', 'pg-boss', 'bullmq'];
 
@@ -465,7 +475,13 @@ async function main(): Promise<void> {
       await alternate(
         defaults,
         'single-submit',
-        { ratePerSec: latencyRate, durationMs: latencyMs, inFlight, jobs: (latencyRate * latencyMs) / 1000, mode: 'latency' },
+        {
+          ratePerSec: latencyRate,
+          durationMs: latencyMs,
+          inFlight,
+          jobs: (latencyRate * latencyMs) / 1000,
+          mode: 'latency',
+        },
         results,
         (c, round) => singleSubmitLatencyRun(c, latencyRate, latencyMs, inFlight, { round, capMs: latencyMs }),
       );
