@@ -71,6 +71,7 @@ const { values: args } = parseArgs({
     'memory-minutes': { type: 'string' },
     'drain-jobs': { type: 'string' },
     'drain-cap-seconds': { type: 'string' },
+    'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
   },
@@ -134,6 +135,7 @@ const SIZES = smoke
 
 if (args['drain-jobs']) SIZES.drainJobs = args['drain-jobs'].split(',').map(Number);
 if (args['drain-cap-seconds']) SIZES.drainCapMs = Number(args['drain-cap-seconds']) * 1000;
+if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
 const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
 const scratchDir = mkdtempSync(join(tmpdir(), 'docket-bench-scratch-'));
