@@ -6,10 +6,18 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Docket, IdempotencyConflictError, seededRandom, ValidationError } from '../../src/index.js';
+import { ManualClock } from '../../src/clock/clock.js';
+import {
+  ConfigurationError,
+  Docket,
+  IdempotencyConflictError,
+  seededRandom,
+  ValidationError,
+} from '../../src/index.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { wakeChannel } from '../../src/store/postgres/sql-fragments.js';
 import type { JobSubmitParams, Store } from '../../src/store/store.js';
+import { JobIdReservoir, RESERVED_ID_BLOCK, RESERVED_ID_MAX_AGE_MS } from '../../src/submit/job-id-reservoir.js';
 import { startTestServer, type TestServer } from '../http/http-support.js';
 import { POSTGRES_URL, storeKinds } from '../support/stores.js';
 import { SEED, useInProcessDockets } from './support/suite-fixtures.js';
@@ -225,5 +233,44 @@ describe('group-committed submits on postgres: wake-ups, transactions, HTTP', ()
     } finally {
       await server?.stop();
     }
+  });
+});
+
+describe('reserved job ids on postgres (JobIdReservoir)', () => {
+  const dockets = useInProcessDockets('postgres', 'submit-batching-ids');
+
+  it('hands out a young block in order, and reserves afresh once the spare ids are a second old', async () => {
+    const docket = await dockets.open();
+    const clock = new ManualClock(0);
+    const reservoir = new JobIdReservoir(docket.store, clock);
+    const [first] = await reservoir.take(1);
+    const next = await reservoir.take(3);
+    expect(next.map(Number)).toEqual([1, 2, 3].map((k) => Number(first) + k));
+    // Another process draws from the same sequence meanwhile; our block is unaffected.
+    const [elsewhere] = await docket.store.jobReserveIds({ count: 1 });
+    expect(Number(elsewhere)).toBeGreaterThanOrEqual(Number(first) + RESERVED_ID_BLOCK);
+    clock.advance(RESERVED_ID_MAX_AGE_MS + 1);
+    const [fresh] = await reservoir.take(1);
+    expect(Number(fresh)).toBeGreaterThan(Number(elsewhere));
+    // A request larger than a block gets exactly its own ids.
+    const many = await reservoir.take(RESERVED_ID_BLOCK + 5);
+    expect(new Set(many).size).toBe(RESERVED_ID_BLOCK + 5);
+  });
+
+  it('refuses a reservation of no ids or more than the batch limit', async () => {
+    const docket = await dockets.open();
+    await expect(docket.store.jobReserveIds({ count: 0 })).rejects.toThrow(ValidationError);
+    await expect(docket.store.jobReserveIds({ count: 100_001 })).rejects.toThrow(/from 1 to 100000/);
+  });
+});
+
+describe('reserved job ids on sqlite', () => {
+  const dockets = useInProcessDockets('sqlite', 'submit-batching-sqlite-ids');
+
+  it('is refused with a ConfigurationError: SQLite submits are never resent', async () => {
+    const docket = await dockets.open();
+    expect(docket.store.capabilities.reservableJobIds).toBe(false);
+    await expect(docket.store.jobReserveIds({ count: 1 })).rejects.toThrow(ConfigurationError);
+    await expect(docket.store.jobSubmit({ jobs: [], ids: [] })).rejects.toThrow(ConfigurationError);
   });
 });
