@@ -129,6 +129,12 @@ export class PostgresJobQueries {
           results[index] = { id: row.inserted_id, created: row.is_first, runAt: row.inserted_run_at! };
         } else if (row.own_id !== undefined && row.own_id !== null) {
           // Written under its reserved id by an earlier send of this same submit (an ambiguous commit).
+          if (row.own_same !== true) {
+            throw new Error(
+              `jobSubmit: job ${row.own_id} is stored with another kind, queue or payload than jobs[${index}] sent ` +
+                'under that reserved id; the id was not reserved for this submit',
+            );
+          }
           results[index] = { id: row.own_id, created: row.is_first, runAt: row.own_run_at! };
         } else if (row.live_id !== null) {
           if (row.live_same_payload !== true) throw liveKeyConflict(jobs[index]!, index, jobs.length, row.live_id);
@@ -368,6 +374,8 @@ interface SubmitRow {
   /** submitWithIds only: the row already stored under the input's reserved id. */
   own_id?: string | null;
   own_run_at?: Date | null;
+  /** Whether that row has the input's kind, queue and payload (it is this submit's, not a stranger's). */
+  own_same?: boolean | null;
   live_id: string | null;
   live_run_at: Date | null;
   live_same_payload: boolean | null;
@@ -390,14 +398,16 @@ function buildSql(s: string, channel: string) {
     const onConflict = withIds
       ? 'ON CONFLICT DO NOTHING'
       : `ON CONFLICT (queue, kind, idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ${live} DO NOTHING`;
-    const ownColumns = withIds ? '\n             own.id AS own_id, own.run_at AS own_run_at,' : '';
+    const ownColumns = withIds
+      ? '\n             own.id AS own_id, own.run_at AS own_run_at, own.same AS own_same,'
+      : '';
     const ownJoin = withIds
       ? `
       LEFT JOIN LATERAL (
-        SELECT o.id, o.run_at FROM (
-          SELECT j.id, j.run_at FROM ${jobs} j WHERE j.id = f.new_id
+        SELECT o.id, o.run_at, o.kind = f.kind AND o.queue = f.queue AND o.payload = f.payload::jsonb AS same FROM (
+          SELECT j.id, j.run_at, j.kind, j.queue, j.payload FROM ${jobs} j WHERE j.id = f.new_id
           UNION ALL
-          SELECT d.id, d.run_at FROM ${dead} d WHERE d.id = f.new_id
+          SELECT d.id, d.run_at, d.kind, d.queue, d.payload FROM ${dead} d WHERE d.id = f.new_id
         ) o
         WHERE ins.id IS NULL
         LIMIT 1
@@ -516,8 +526,14 @@ function buildSql(s: string, channel: string) {
      * reserveIds: draws ids from the job sequence for submitWithIds; no row is written.
      * Params: $1 count.
      * Result: one row, ids text[] (bigint ids as text, ascending).
+     * Durability: pg_current_xact_id() gives the statement a transaction id, so its commit waits
+     * for the WAL flush like any write. Without one, PostgreSQL flushes a bare nextval's WAL
+     * lazily, and a crash within that moment would rewind the sequence and hand these ids to
+     * another submitter, whose job a resend of ours would then mistake for its own.
      */
-    reserveIds: `SELECT array_agg(nextval('${s}.jobs_id_seq')::text ORDER BY n) AS ids FROM generate_series(1, $1::int) AS n`,
+    reserveIds: `
+      SELECT pg_current_xact_id() AS xact,
+             (SELECT array_agg(nextval('${s}.jobs_id_seq')::text ORDER BY n) FROM generate_series(1, $1::int) AS n) AS ids`,
 
     /**
      * heartbeatMany: extends each lease that is still ours and still live.
