@@ -15,6 +15,12 @@ import { MAX_RESERVED_IDS } from '../store/store-params.js';
 /** Ids reserved per round trip when a flush needs fewer. */
 export const RESERVED_ID_BLOCK = 1000;
 
+/**
+ * A flush of `n` ≥ {@link RESERVED_ID_BLOCK} jobs (submitMany) reserves this many times `n`, so a
+ * stream of big batches pays one reservation per few batches instead of one each.
+ */
+export const RESERVED_ID_BIG_BATCH_FACTOR = 4;
+
 /** Spare reserved ids older than this are discarded rather than used, ms. */
 export const RESERVED_ID_MAX_AGE_MS = 1000;
 
@@ -41,8 +47,11 @@ export class JobIdReservoir {
     if (this.clock.monotonic() - this.reservedAt > RESERVED_ID_MAX_AGE_MS) this.spare = [];
     if (this.spare.length >= count) return this.spare.splice(0, count);
     // A short block is dropped, not topped up, so one flush's ids come from one reservation.
-    if (count >= RESERVED_ID_BLOCK) return this.reserve(count);
-    const block = await this.store.jobReserveIds({ count: RESERVED_ID_BLOCK });
+    const size =
+      count < RESERVED_ID_BLOCK
+        ? RESERVED_ID_BLOCK
+        : Math.max(count, Math.min(MAX_RESERVED_IDS, count * RESERVED_ID_BIG_BATCH_FACTOR));
+    const block = await this.reserve(size);
     this.reservedAt = this.clock.monotonic();
     this.spare = block.slice(count);
     return block.slice(0, count);
