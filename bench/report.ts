@@ -559,6 +559,58 @@ function submitSection(bench: BenchResults, targets: Target[]): string[] {
   return out;
 }
 
+function singleSubmitSection(bench: BenchResults, targets: Target[]): string[] {
+  const all = labels(bench, 'single-submit');
+  if (all.length === 0) return [];
+  const capacity = bench.runs.find((r) => r.workload === 'single-submit' && r.params.mode === 'capacity')?.params;
+  const latency = bench.runs.find((r) => r.workload === 'single-submit' && r.params.mode === 'latency')?.params;
+  const out = [
+    '## 7b. Single submits',
+    '',
+    "One job per call through each system's single-job API with its defaults (Docket `submit`, graphile-worker " +
+      '`addJob`, pg-boss `send`, BullMQ `add`), as a web app submits while it serves requests. Capacity: ' +
+      `${capacity?.jobs ?? '?'} jobs from ${capacity?.inFlight ?? '?'} concurrent callers, no workers. Latency: ` +
+      `${latency?.ratePerSec ?? '?'} submits/s offered for ${Number(latency?.durationMs ?? 0) / 1000} s (at most ` +
+      `${latency?.inFlight ?? '?'} in flight) with one default worker; enqueue to start, from each call's slot in the schedule. Medians over rounds.`,
+    '',
+  ];
+  const cap = (label: string) => (capacity ? runsOf(bench, 'single-submit', label, capacity) : []);
+  const lat = (label: string) => (latency ? runsOf(bench, 'single-submit', label, latency) : []);
+  out.push(
+    table(
+      ['system', 'capacity jobs/s', 'call p50 / p99', 'offered /s', 'start latency p50 / p99'],
+      all.map((label) => [
+        label,
+        show(cell(cap(label), 'jobsPerSec')),
+        `${show(cell(cap(label), 'callP50Ms'), ' ms')} / ${show(cell(cap(label), 'callP99Ms'), ' ms')}`,
+        show(cell(lat(label), 'offeredPerSec')),
+        `${show(cell(lat(label), 'latencyP50Ms'), ' ms')} / ${show(cell(lat(label), 'latencyP99Ms'), ' ms')}`,
+      ]),
+    ),
+    '',
+  );
+  const docket = all.find((label) => label === 'docket (default)' || label === 'docket');
+  if (docket) {
+    const rate = cell(cap(docket), 'jobsPerSec').value;
+    targets.push(
+      check(
+        'Single submits ≥ 10,000 jobs/s at 100 in flight',
+        Number.isFinite(rate) ? rate >= 10_000 : null,
+        `${fmt(rate)}/s`,
+      ),
+    );
+    const p99 = cell(lat(docket), 'latencyP99Ms').value;
+    targets.push(
+      check(
+        'Single submits at 1,000/s: start p99 ≤ 5 ms (default settings)',
+        Number.isFinite(p99) ? p99 <= 5 : null,
+        `p99 ${fmt(p99)} ms`,
+      ),
+    );
+  }
+  return out;
+}
+
 function memorySection(bench: BenchResults, targets: Target[]): string[] {
   const runs = bench.runs.filter((run) => run.workload === 'memory');
   if (runs.length === 0) {
@@ -670,6 +722,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...limitSection(bench, targets),
     ...sqliteSection(bench, targets),
     ...submitSection(bench, targets),
+    ...singleSubmitSection(bench, targets),
     ...memorySection(bench, targets),
     ...profileSection(bench),
     ...failuresSection(bench),

@@ -4,7 +4,8 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit memory)
+ *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit single-submit memory)
+ *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
  *
@@ -36,6 +37,8 @@ import {
   drainRun,
   insertFutureFiller,
   type RunRecord,
+  singleSubmitCapacityRun,
+  singleSubmitLatencyRun,
   skippedRun,
   spikeRun,
   streamRun,
@@ -43,7 +46,17 @@ import {
 } from './workloads.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const WORKLOADS = ['drain', 'stream', 'spike', 'large', 'limit', 'sqlite', 'submit', 'memory'] as const;
+const WORKLOADS = [
+  'drain',
+  'stream',
+  'spike',
+  'large',
+  'limit',
+  'sqlite',
+  'submit',
+  'single-submit',
+  'memory',
+] as const;
 type Workload = (typeof WORKLOADS)[number];
 const PEERS: SystemName[] = ['graphile-worker', 'pg-boss', 'bullmq'];
 
@@ -58,6 +71,7 @@ const { values: args } = parseArgs({
     'memory-minutes': { type: 'string' },
     'drain-jobs': { type: 'string' },
     'drain-cap-seconds': { type: 'string' },
+    'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
   },
@@ -95,6 +109,7 @@ const SIZES = smoke
         { jobs: 2_000, batch: 1_000 },
       ],
       pgbench: { seconds: 1, clients: 4, threads: 2, batch: 100 },
+      singleSubmit: { capacityJobs: 300, inFlight: 100, latencyRate: 200, latencyMs: 1_000 },
       memoryMs: 0,
     }
   : {
@@ -114,11 +129,13 @@ const SIZES = smoke
         { jobs: 100_000, batch: 1_000 },
       ],
       pgbench: { seconds: 10, clients: 4, threads: 2, batch: 100 },
+      singleSubmit: { capacityJobs: 20_000, inFlight: 100, latencyRate: 1_000, latencyMs: 10_000 },
       memoryMs: Number(args['memory-minutes'] ?? 10) * 60_000,
     };
 
 if (args['drain-jobs']) SIZES.drainJobs = args['drain-jobs'].split(',').map(Number);
 if (args['drain-cap-seconds']) SIZES.drainCapMs = Number(args['drain-cap-seconds']) * 1000;
+if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
 const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
 const scratchDir = mkdtempSync(join(tmpdir(), 'docket-bench-scratch-'));
@@ -445,6 +462,31 @@ async function main(): Promise<void> {
           submitRun(c, jobs, batch, { round, capMs: 0 }),
         );
       }
+    }
+    if (only.has('single-submit')) {
+      // Users submit one job per request with default settings: each system's default variant.
+      const defaults = contenders.filter((c) => c.variant === 'default');
+      const { capacityJobs, inFlight, latencyRate, latencyMs } = SIZES.singleSubmit;
+      await alternate(
+        defaults,
+        'single-submit',
+        { jobs: capacityJobs, inFlight, mode: 'capacity' },
+        results,
+        (c, round) => singleSubmitCapacityRun(c, capacityJobs, inFlight, { round, capMs: 0 }),
+      );
+      await alternate(
+        defaults,
+        'single-submit',
+        {
+          ratePerSec: latencyRate,
+          durationMs: latencyMs,
+          inFlight,
+          jobs: (latencyRate * latencyMs) / 1000,
+          mode: 'latency',
+        },
+        results,
+        (c, round) => singleSubmitLatencyRun(c, latencyRate, latencyMs, inFlight, { round, capMs: latencyMs }),
+      );
     }
     if (only.has('large')) {
       // Docket and the strongest PostgreSQL peer: inserting a million rows through each API costs

@@ -403,3 +403,141 @@ export function skippedRun(
   run.problems.push(reason);
   return run;
 }
+
+/**
+ * Single-submit capacity: `n` jobs, each its own `submitOne` call (the system's single-job API),
+ * from `inFlight` concurrent callers that each submit again as soon as their call returns (a web
+ * app submitting as it serves requests), no workers. Capacity is n over the elapsed time; call
+ * time is from a call's start to its return.
+ */
+export async function singleSubmitCapacityRun(
+  contender: Contender,
+  n: number,
+  inFlight: number,
+  options: RunOptions,
+): Promise<RunRecord> {
+  const run = record(contender, 'single-submit', options, { jobs: n, inFlight, mode: 'capacity' });
+  const wallStart = wallNowMs();
+  await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  try {
+    const callMs = new Float64Array(n);
+    let next = 0;
+    const started = wallNowMs();
+    await Promise.all(
+      Array.from({ length: Math.min(inFlight, n) }, async () => {
+        for (let i = next++; i < n; i = next++) {
+          const at = wallNowMs();
+          await store.submitOne(i);
+          callMs[i] = wallNowMs() - at;
+        }
+      }),
+    );
+    const elapsedMs = wallNowMs() - started;
+    const left = await store.remainingDue();
+    if (left !== n) fail(run, `${left} jobs due after ${n} single submits (each submit must leave one job)`);
+    Object.assign(run.metrics, prefixed('call', distribution([...callMs])), {
+      jobsPerSec: n / (elapsedMs / 1000),
+      seconds: elapsedMs / 1000,
+    });
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    await store.close().catch(() => {});
+  }
+  run.wallMs = wallNowMs() - wallStart;
+  return run;
+}
+
+/**
+ * Single-submit latency: a worker (the contender's configuration) running first, then one
+ * `submitOne` call per job offered at `ratePerSec` for `durationMs`, open loop (a call starts on
+ * schedule whether or not earlier ones returned) but never more than `inFlight` at once; an
+ * arrival that finds all slots busy waits for one, and the achieved offer is reported. Latency is
+ * handler start minus the instant the job's call was scheduled (enqueue to start).
+ */
+export async function singleSubmitLatencyRun(
+  contender: Contender,
+  ratePerSec: number,
+  durationMs: number,
+  inFlight: number,
+  options: RunOptions,
+): Promise<RunRecord> {
+  const total = Math.max(1, Math.round((ratePerSec * durationMs) / 1000));
+  const run = record(contender, 'single-submit', options, {
+    ratePerSec,
+    durationMs,
+    inFlight,
+    jobs: total,
+    mode: 'latency',
+  });
+  const wallStart = wallNowMs();
+  await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  let workers: WorkerProcess[] = [];
+  try {
+    const recorder = new StartRecorder(total);
+    workers = await WorkerProcess.startMany(1, contender.config, recorder, { cpuProfileDir: options.cpuProfileDir });
+    const scheduledAt = new Float64Array(total);
+    const calls = new Set<Promise<void>>();
+    const errors: string[] = [];
+    const t0 = wallNowMs();
+    for (let i = 0; i < total; ) {
+      const due = Math.min(total, Math.floor(((wallNowMs() - t0) * ratePerSec) / 1000) + 1);
+      if (i >= due) {
+        await sleep(1);
+        continue;
+      }
+      if (calls.size >= inFlight) {
+        await Promise.race(calls);
+        continue;
+      }
+      // The job was due at its slot in the offered schedule, even if it waited for a free slot.
+      scheduledAt[i] = t0 + (i * 1000) / ratePerSec;
+      const call = store
+        .submitOne(i)
+        .catch((error: Error) => {
+          errors.push(error.message);
+        })
+        .finally(() => calls.delete(call));
+      calls.add(call);
+      i += 1;
+    }
+    await Promise.all(calls);
+    const submitEnd = wallNowMs();
+    if (errors.length > 0) fail(run, `${errors.length} submits failed: ${errors[0]}`, 'error');
+    run.metrics.offeredPerSec = total / ((submitEnd - t0) / 1000);
+    const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
+    const allStarted = await recorder.waitFor(total, tailCapMs);
+    if (allStarted) {
+      const left = await waitUntilNothingDue(store, 15_000);
+      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+    } else {
+      fail(
+        run,
+        `only ${recorder.distinct} of ${total} jobs started within ${tailCapMs} ms of the last submit`,
+        'timeout',
+      );
+    }
+    await stopAll(run, workers);
+    workers = [];
+    checkExactlyOnce(run, recorder);
+    const latencies: number[] = [];
+    for (let i = 0; i < total; i += 1) {
+      const start = recorder.startMs[i]!;
+      latencies.push(Number.isNaN(start) ? submitEnd + tailCapMs - scheduledAt[i]! : start - scheduledAt[i]!);
+    }
+    Object.assign(run.metrics, prefixed('latency', distribution(latencies)), {
+      started: recorder.distinct,
+      peakRssMb: Math.max(0, ...run.rss.map((rss) => rss.peakMb)),
+    });
+    run.latencyCdf = cdfPoints(latencies);
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    for (const worker of workers) worker.kill();
+    await store.close().catch(() => {});
+  }
+  run.wallMs = wallNowMs() - wallStart;
+  return run;
+}

@@ -29,9 +29,23 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // Routing policy (which kinds a worker claims, which due jobs nobody serves): pure, like retry/.
   routing: ['job', 'store-contract'],
   worker: ['job', 'retry', 'clock', 'schedule', 'store-contract', 'routing'],
+  // The submit path (group commit, retry on a lost connection): policy plus the Store contract, like the worker.
+  submit: ['job', 'retry', 'clock', 'store-contract'],
   http: ['job', 'retry', 'clock', 'schedule', 'store-contract', 'store-factory', 'worker', 'routing', 'root'],
   cli: ['job', 'retry', 'clock', 'schedule', 'store-contract', 'store-factory', 'worker', 'http', 'routing', 'root'],
-  root: ['job', 'retry', 'clock', 'schedule', 'store-contract', 'store-factory', 'worker', 'http', 'cli', 'routing'],
+  root: [
+    'job',
+    'retry',
+    'clock',
+    'schedule',
+    'store-contract',
+    'store-factory',
+    'worker',
+    'http',
+    'cli',
+    'routing',
+    'submit',
+  ],
 };
 
 /** The area of a path relative to src/ (forward slashes), e.g. `worker/worker.ts` → `worker`. */

@@ -52,6 +52,7 @@ import type {
   SubmitResult,
   WorkerRecord,
 } from './store/store.js';
+import { SubmitBatcher } from './submit/submit-batcher.js';
 import { DocketEvents } from './worker/docket-events.js';
 import type { JobHandler } from './worker/job-handler.js';
 import type { Logger } from './worker/logger.js';
@@ -156,6 +157,7 @@ export class Docket {
   private readonly ownsStore: boolean;
   private readonly pruneIntervalMs: number;
   private readonly unhandledAfterMs: number | undefined;
+  private readonly submits: SubmitBatcher;
   private pruneTimer: NodeJS.Timeout | undefined;
   private pruning: Promise<unknown> | undefined;
   private closing: Promise<void> | undefined;
@@ -169,6 +171,15 @@ export class Docket {
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.pruneIntervalMs = options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS;
     this.unhandledAfterMs = options.unhandledAfterMs;
+    this.submits = new SubmitBatcher({
+      store,
+      random: this.random,
+      onRetry: ({ attempt, delayMs, jobs, error }) =>
+        this.logger.warn(
+          { operation: 'submit', attempt, delayMs, jobs, ...errorFields(error) },
+          'docket: submit lost its database connection; sending it again under the same job ids',
+        ),
+    });
   }
 
   /** Opens (and migrates) the store named by `options.url`, or wraps `options.store`. */
@@ -222,7 +233,14 @@ export class Docket {
   async submit(input: object, options: SubmitOptions = {}): Promise<SubmitResult> {
     const transaction = this.submitTransaction(options);
     const spec = normalizeSubmit(input, this.random);
-    const [result] = await this.store.jobSubmit({ jobs: [spec], transaction });
+    let result: SubmitResult | undefined;
+    if (transaction !== undefined) {
+      // The caller's transaction is one connection of theirs: nothing to share, nothing to retry.
+      [result] = await this.store.jobSubmit({ jobs: [spec], transaction });
+    } else {
+      // Validated above, so bad input never reaches a batch; the batch commits before this resolves.
+      result = await this.submits.submit(spec);
+    }
     if (!result) throw new Error('docket: the store returned no result for a submitted job');
     this.emitSubmitted([spec], [result]);
     return result;
@@ -249,7 +267,10 @@ export class Docket {
       return normalizeSubmit(input, this.random, `jobs[${i}].`);
     });
     if (specs.length === 0) return [];
-    const results = await this.store.jobSubmit({ jobs: specs, transaction });
+    const results =
+      transaction === undefined
+        ? await this.submits.submitBatch(specs)
+        : await this.store.jobSubmit({ jobs: specs, transaction });
     this.emitSubmitted(specs, results);
     return results;
   }
@@ -438,6 +459,8 @@ export class Docket {
     await Promise.all([...this.workers].map((worker) => worker.stop()));
     this.stopPruning();
     await this.pruning;
+    // Submits already accepted get their answer before the store goes away.
+    await this.submits.drain();
     if (this.ownsStore) await this.store.close();
     this.events.clear();
   }

@@ -18,6 +18,7 @@ export {
   IdempotencyConflictError,
   RetryAfterError,
   SnoozeError,
+  SubmitUnconfirmedError,
   ValidationError,
 } from './job/errors.js';
 export type { AttemptError, ClaimedJob, Job, JobState, JsonValue, RetryPolicy } from './job/job.js';

@@ -68,6 +68,9 @@ export const bullmqSystem: SystemModule = {
           })),
         );
       },
+      async submitOne(i: number) {
+        await queue.add('noop', { i });
+      },
       async remainingDue() {
         const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
         return Object.values(counts).reduce((sum, n) => sum + n, 0);

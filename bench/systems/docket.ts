@@ -90,6 +90,9 @@ function docketModule(name: SystemName, loadDocket: () => Promise<DocketClass> =
             jobs.map((job) => ({ kind: KIND, payload: { i: job.i }, ...(job.runAt ? { runAt: job.runAt } : {}) })),
           );
         },
+        async submitOne(i: number) {
+          await docket.submit({ kind: KIND, payload: { i } });
+        },
         async remainingDue() {
           if (pool) {
             const { rows } = await pool.query<{ n: string }>(

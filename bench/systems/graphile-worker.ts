@@ -53,6 +53,9 @@ export const graphileWorkerSystem: SystemModule = {
           jobs.map((job) => ({ identifier: TASK, payload: { i: job.i }, ...(job.runAt ? { runAt: job.runAt } : {}) })),
         );
       },
+      async submitOne(i: number) {
+        await utils.addJob(TASK, { i });
+      },
       async remainingDue() {
         const { rows } = await pool.query<{ n: string }>(
           `SELECT count(*)::text AS n FROM graphile_worker._private_jobs WHERE run_at <= now() AND attempts < max_attempts`,

@@ -50,6 +50,11 @@ export interface BenchJob {
 export interface BenchStore {
   /** Inserts jobs in one call (or as few as the system allows), committed before it resolves. */
   insert(jobs: readonly BenchJob[]): Promise<void>;
+  /**
+   * Submits one job due now through the system's single-job call with its defaults, as a web
+   * request would (many of these run concurrently); committed before it resolves.
+   */
+  submitOne(i: number): Promise<void>;
   /** Live jobs that are due now and not finished (waiting or running); future-dated ones excluded. */
   remainingDue(): Promise<number>;
   /** Releases this process's connections; the data stays. */

@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { DocketError, IdempotencyConflictError, ValidationError } from '../job/errors.js';
+import { DocketError, IdempotencyConflictError, SubmitUnconfirmedError, ValidationError } from '../job/errors.js';
 
 /** The JSON body of every error response. */
 export interface ErrorBody {
@@ -48,6 +48,18 @@ export function fromZodError(error: z.ZodError, prefix = ''): HttpError {
   return badRequest(path || 'body', issue.message);
 }
 
+/** What an HTTP client is told of a {@link SubmitUnconfirmedError}: the outcome and the ids, no internals. */
+function unconfirmedMessage(error: SubmitUnconfirmedError): string {
+  if (error.outcome === 'not_written' || error.jobIds.length === 0) {
+    return 'submit not confirmed: the database could not be reached; nothing was written, submitting again is safe';
+  }
+  const ids = error.jobIds.join(', ');
+  return (
+    `submit not confirmed: the database stopped answering; job${error.jobIds.length === 1 ? '' : 's'} ${ids} may or ` +
+    'may not have been written: look up GET /v1/jobs/{id} before submitting again (or resubmit with an Idempotency-Key)'
+  );
+}
+
 /** Renders any thrown value as the standard error body; unknown errors become an opaque 500. */
 export function errorResponse(c: Context, error: unknown): Response {
   if (error instanceof HttpError) {
@@ -62,6 +74,12 @@ export function errorResponse(c: Context, error: unknown): Response {
   }
   if (error instanceof ValidationError) {
     return c.json({ error: { code: error.code, field: error.field, message: error.message } } satisfies ErrorBody, 400);
+  }
+  if (error instanceof SubmitUnconfirmedError) {
+    // 503: the database was unreachable for the whole retry window. The outcome and the job ids
+    // are the client's to know (to look the jobs up before resubmitting); the connection error
+    // itself (hosts, ports) is not.
+    return c.json({ error: { code: error.code, message: unconfirmedMessage(error) } } satisfies ErrorBody, 503);
   }
   // Internal details (SQL text, stack traces, payload fragments) never reach the client.
   return c.json({ error: { code: 'internal', message: 'internal server error' } } satisfies ErrorBody, 500);

@@ -484,7 +484,7 @@ export function openApiDocument(): Record<string, unknown> {
           {
             '201': ok('Created', ref('SubmitResult')),
             '200': ok('An idempotent repeat: the existing job', ref('SubmitResult')),
-            ...errors(400, 409, 413, 415),
+            ...errors(400, 409, 413, 415, 503),
           },
           {
             parameters: [idempotencyKeyParam],
@@ -507,7 +507,7 @@ export function openApiDocument(): Record<string, unknown> {
           {
             '201': ok('Created', ref('SubmitBatchResult')),
             '200': ok('All were idempotent repeats', ref('SubmitBatchResult')),
-            ...errors(400, 409, 413, 415),
+            ...errors(400, 409, 413, 415, 503),
           },
           { parameters: [idempotencyKeyParam], requestBody: body('SubmitBatch') },
         ),

@@ -109,3 +109,43 @@ export class SnoozeError extends DocketError {
     this.snoozeMs = delayMs;
   }
 }
+
+/**
+ * A submit whose database connection kept failing until its retry window closed. Docket sent
+ * the submit again after each lost connection under the same reserved job ids (a second send can
+ * never write a second job), but no send was confirmed in time, so the outcome is stated here:
+ * `not_written` when no send could have reached the database (the ids could not even be
+ * reserved), else `unknown`: the jobs in `jobIds` may exist. Look them up (`docket.getJob(id)`)
+ * before submitting again, or submit with an idempotency key, which a repeat cannot duplicate.
+ */
+export class SubmitUnconfirmedError extends DocketError {
+  /** Whether the jobs may have been written. */
+  readonly outcome: 'not_written' | 'unknown';
+  /** The ids the jobs were sent under, in input order (empty when none could be reserved). */
+  readonly jobIds: readonly string[];
+
+  constructor(options: {
+    outcome: 'not_written' | 'unknown';
+    jobIds: readonly string[];
+    attempts: number;
+    elapsedMs: number;
+    cause: unknown;
+  }) {
+    const { outcome, jobIds, attempts, elapsedMs, cause } = options;
+    const last = cause instanceof Error ? cause.message : String(cause);
+    const which =
+      jobIds.length === 1 ? `job ${jobIds[0]}` : `jobs ${jobIds[0]}…${jobIds[jobIds.length - 1]} (${jobIds.length})`;
+    const verdict =
+      outcome === 'not_written'
+        ? 'nothing was written'
+        : `${which} may or may not have been written: look ${jobIds.length === 1 ? 'it' : 'them'} up by id before submitting again`;
+    super(
+      'submit_unconfirmed',
+      `submit not confirmed: the database connection failed on ${attempts} attempt${attempts === 1 ? '' : 's'} ` +
+        `over ${Math.round(elapsedMs)} ms (last: ${last}); ${verdict}`,
+      { cause },
+    );
+    this.outcome = outcome;
+    this.jobIds = jobIds;
+  }
+}

@@ -38,6 +38,17 @@ export function claimLimit(limit: number): number {
   return limit;
 }
 
+/** Most job ids one {@link Store.jobReserveIds} call hands out (as many as the largest batch submit). */
+export const MAX_RESERVED_IDS = 100_000;
+
+/** A reservation's `count`: an integer from 1 to {@link MAX_RESERVED_IDS}. */
+export function reserveIdCount(count: number): number {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_RESERVED_IDS) {
+    throw new ValidationError('count', `must be an integer from 1 to ${MAX_RESERVED_IDS}, got ${String(count)}`);
+  }
+  return count;
+}
+
 /** A queue's counts as either store's QUEUE_STATS row carries them (bigint counts arrive as text). */
 export interface QueueCountsRow {
   queue: string;

@@ -57,6 +57,13 @@ export interface StoreCapabilities {
   skipLocked: boolean;
   /** Submit and complete can join a caller's own database transaction. */
   callerTransactions: boolean;
+  /**
+   * Job ids can be reserved before their submit ({@link Store.jobReserveIds}) and connection
+   * losses are recognised ({@link Store.isConnectionLoss}), so a submit whose connection dropped
+   * (its commit unknown) can be sent again under the same ids without ever writing a job twice.
+   * False for an embedded store (SQLite), whose writes never cross a connection.
+   */
+  reservableJobIds: boolean;
 }
 
 /** An optional pinned instant; omitted in production so the database clock decides. */
@@ -85,6 +92,20 @@ export interface InCallerTransaction {
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobSubmitParams extends AtTime, InCallerTransaction {
   jobs: readonly JobSpec[];
+  /**
+   * The id of each job (same length as `jobs`), reserved by {@link Store.jobReserveIds}; only on a
+   * store with `capabilities.reservableJobIds` (others throw ConfigurationError). A job already
+   * stored under its id is answered as this call's own (`created` as when it was written) and
+   * never written again: the retry of a submit whose commit was ambiguous. Left out, the store
+   * draws the ids itself.
+   */
+  ids?: readonly string[] | undefined;
+}
+
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
+export interface JobReserveIdsParams {
+  /** How many ids, 1 to 100 000. */
+  count: number;
 }
 
 /**
@@ -395,6 +416,19 @@ export interface Store {
    * input of the same batch. Only the payload is compared (a repeat's runAt, priority, … are not).
    */
   jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]>;
+
+  /**
+   * Reserves `count` job ids no other submit will use, for {@link jobSubmit}'s `ids`. Only on a
+   * store with `capabilities.reservableJobIds`; others throw ConfigurationError.
+   */
+  jobReserveIds(params: JobReserveIdsParams): Promise<string[]>;
+
+  /**
+   * Whether `error`, thrown by one of this store's calls, means the connection to the database
+   * was lost (or could not be made): the call's outcome is unknown and a retry on a fresh
+   * connection may succeed. False for errors about the request itself.
+   */
+  isConnectionLoss(error: unknown): boolean;
 
   /**
    * Leases up to `limit` claimable jobs of the allowed queues and kinds, by priority (lower

@@ -5,9 +5,11 @@
  * shared test server; only this file's own connections are cut.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_POLICY } from '../../src/job/job-spec.js';
+import { Docket, SubmitUnconfirmedError, seededRandom } from '../../src/index.js';
+import { DEFAULT_RETRY_POLICY, normalizeSubmit } from '../../src/job/job-spec.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
+import { SubmitBatcher } from '../../src/submit/submit-batcher.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 import { CommitCuttingProxy } from './commit-cutting-proxy.js';
 
@@ -101,5 +103,141 @@ describe('ambiguous commits on PostgreSQL', () => {
     const after = await direct.jobClaim({ owner: 'other', limit: 10, leaseMs: 1000, now: at(1001), queues });
     expect(after).toHaveLength(1);
     expect(after[0]).toMatchObject({ id: submitted?.id, token: 2, attempts: 2 });
+  });
+});
+
+/**
+ * The library's side of the same fault (issue 13): `docket.submit()` itself retries a submit whose
+ * connection dropped, under the job ids it reserved for that call, so the caller gets one id and
+ * the database holds one job, or, once the retry window closes, one SubmitUnconfirmedError that
+ * states the outcome.
+ */
+describe('submits through a connection cut after COMMIT', () => {
+  let db: TestDatabase;
+  let proxy: CommitCuttingProxy;
+  let proxiedUrl: string;
+  let docket: Docket;
+  let direct: Store;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('postgres');
+    direct = await db.open();
+    const target = new URL(POSTGRES_URL);
+    proxy = new CommitCuttingProxy(target.hostname, Number(target.port || 5432));
+    target.host = `127.0.0.1:${await proxy.listen()}`;
+    proxiedUrl = target.toString();
+    docket = await Docket.open({ url: proxiedUrl, schema: db.schema, poolSize: 2, random: seededRandom(13) });
+  });
+
+  afterAll(async () => {
+    await docket?.close();
+    await direct?.close();
+    await proxy?.close();
+    await db?.drop();
+  });
+
+  // Both submit statements (the lean insert of unkeyed jobs and the keyed one) start their insert so.
+  const isSubmitInsert = (sql: string) => /INSERT INTO \S+\.jobs \(id, kind/.test(sql);
+
+  async function jobsOfKind(kind: string) {
+    return direct.jobList({ kind, limit: 1000 });
+  }
+
+  it('resolves a single submit whose commit was hidden with its one job', async () => {
+    const cut = proxy.arm(isSubmitInsert);
+    const result = await docket.submit({ kind: 'hidden.single', payload: { n: 1 } });
+    expect((await cut).failed).toBe(false);
+    const jobs = await jobsOfKind('hidden.single');
+    expect(jobs.map((j) => j.id)).toEqual([result.id]);
+    expect(result.created).toBe(true);
+    expect(jobs[0]?.runAt.getTime()).toBe(result.runAt.getTime());
+  });
+
+  it('resolves 100 concurrent submits whose shared flush was hidden, one job each', async () => {
+    const cut = proxy.arm(isSubmitInsert);
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, n) => docket.submit({ kind: 'hidden.flush', payload: { n } })),
+    );
+    const hidden = await cut;
+    expect(hidden.failed).toBe(false);
+    const jobs = await jobsOfKind('hidden.flush');
+    expect(jobs).toHaveLength(100);
+    expect(new Set(results.map((r) => r.id))).toEqual(new Set(jobs.map((j) => j.id)));
+    expect(results.every((r) => r.created)).toBe(true);
+    for (const [n, result] of results.entries()) {
+      expect(jobs.find((j) => j.id === result.id)?.payload).toEqual({ n });
+    }
+  });
+
+  it('answers created for a keyed submit whose commit was hidden: the retry found its own row', async () => {
+    const cut = proxy.arm(isSubmitInsert);
+    const result = await docket.submit({ kind: 'hidden.keyed', payload: 'x', idempotencyKey: 'hidden-1' });
+    await cut;
+    expect(result.created).toBe(true);
+    expect((await jobsOfKind('hidden.keyed')).map((j) => j.id)).toEqual([result.id]);
+  });
+
+  it('resolves a submitMany whose commit was hidden with each job once', async () => {
+    const cut = proxy.arm(isSubmitInsert);
+    const results = await docket.submitMany(
+      Array.from({ length: 30 }, (_, n) => ({ kind: 'hidden.many', payload: n })),
+    );
+    await cut;
+    expect((await jobsOfKind('hidden.many')).map((j) => j.id).sort()).toEqual(results.map((r) => r.id).sort());
+  });
+
+  /** A batcher on a store behind its own proxy, with a short retry window, so the bound is quick to reach. */
+  async function shortWindowSubmitter(windowMs: number) {
+    const own = new CommitCuttingProxy(new URL(POSTGRES_URL).hostname, Number(new URL(POSTGRES_URL).port || 5432));
+    const target = new URL(POSTGRES_URL);
+    target.host = `127.0.0.1:${await own.listen()}`;
+    const store = await openStore(target.toString(), { schema: db.schema, poolSize: 1 });
+    const retries: number[] = [];
+    const batcher = new SubmitBatcher({
+      store,
+      random: seededRandom(5),
+      retryWindowMs: windowMs,
+      onRetry: ({ attempt }) => retries.push(attempt),
+    });
+    const submit = (payload: unknown) =>
+      batcher.submit(normalizeSubmit({ kind: 'unconfirmed', payload }, seededRandom(1)));
+    return { proxy: own, store, batcher, submit, retries };
+  }
+
+  it('fails with SubmitUnconfirmedError naming its job id once the window closes on a lost database', async () => {
+    const windowMs = 1500;
+    const { proxy: own, store, submit, retries } = await shortWindowSubmitter(windowMs);
+    try {
+      await submit('reserves a block of ids');
+      await own.close();
+      const startedAt = performance.now();
+      const error = await submit('never confirmed').catch((e: unknown) => e);
+      const tookMs = performance.now() - startedAt;
+      expect(error).toBeInstanceOf(SubmitUnconfirmedError);
+      const unconfirmed = error as SubmitUnconfirmedError;
+      // Ids came from the block reserved by the first submit, so the send may have gone out.
+      expect(unconfirmed.outcome).toBe('unknown');
+      expect(unconfirmed.jobIds).toHaveLength(1);
+      expect(unconfirmed.message).toContain(`job ${unconfirmed.jobIds[0]} may or may not have been written`);
+      expect(retries.length).toBeGreaterThan(2);
+      expect(tookMs).toBeLessThan(windowMs + 1000);
+      expect(await direct.jobGet({ id: unconfirmed.jobIds[0]! })).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("says nothing was written when the window closed before the submit's ids could be reserved", async () => {
+    const { proxy: own, store, submit } = await shortWindowSubmitter(800);
+    try {
+      await own.close();
+      const error = await submit('no ids').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SubmitUnconfirmedError);
+      expect((error as SubmitUnconfirmedError).outcome).toBe('not_written');
+      expect((error as SubmitUnconfirmedError).jobIds).toEqual([]);
+      expect((error as SubmitUnconfirmedError).message).toContain('nothing was written');
+    } finally {
+      await store.close();
+    }
   });
 });

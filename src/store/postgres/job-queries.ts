@@ -81,6 +81,18 @@ export class PostgresJobQueries {
     const jobs = params.jobs;
     if (jobs.length === 0) return [];
     assertBatchKeysAgree(jobs);
+    const ids = params.ids?.map((id, index) => {
+      const sqlId = sqlJobId(id);
+      if (sqlId === null) throw new Error(`jobSubmit: ids[${index}] ${JSON.stringify(id)} is not a reserved job id`);
+      return sqlId;
+    });
+    if (ids !== undefined && ids.length !== jobs.length) {
+      throw new Error(`jobSubmit: ${ids.length} ids for ${jobs.length} jobs`);
+    }
+    if (ids !== undefined && jobs.every((spec) => spec.idempotencyKey === null)) {
+      const inserted = await this.insertWithIds(db, params, ids, wakeHorizonMs);
+      if (inserted) return inserted;
+    }
     const results: (SubmitResult | undefined)[] = new Array(jobs.length);
     let pending = jobs.map((_, index) => index);
     for (let round = 0; pending.length > 0; round++) {
@@ -90,7 +102,7 @@ export class PostgresJobQueries {
         );
       }
       const specs = pending.map((index) => jobs[index]!);
-      const result = await db.query<SubmitRow>(this.sql.submit, [
+      const values = [
         pinned(params.now),
         specs.map((spec) => spec.kind),
         specs.map((spec) => spec.queue),
@@ -105,12 +117,25 @@ export class PostgresJobQueries {
         specs.map((spec) => spec.scheduleId),
         specs.map((spec) => spec.scheduleSlot),
         wakeHorizonMs,
-      ]);
+      ];
+      const result =
+        ids === undefined
+          ? await db.query<SubmitRow>(this.sql.submit, values)
+          : await db.query<SubmitRow>(this.sql.submitWithIds, [...values, pending.map((index) => ids[index]!)]);
       const missing: number[] = [];
       for (const row of result.rows) {
         const index = pending[Number(row.ord) - 1]!;
         if (row.inserted_id !== null) {
           results[index] = { id: row.inserted_id, created: row.is_first, runAt: row.inserted_run_at! };
+        } else if (row.own_id !== undefined && row.own_id !== null) {
+          // Written under its reserved id by an earlier send of this same submit (an ambiguous commit).
+          if (row.own_same !== true) {
+            throw new Error(
+              `jobSubmit: job ${row.own_id} is stored with another kind, queue or payload than jobs[${index}] sent ` +
+                'under that reserved id; the id was not reserved for this submit',
+            );
+          }
+          results[index] = { id: row.own_id, created: row.is_first, runAt: row.own_run_at! };
         } else if (row.live_id !== null) {
           if (row.live_same_payload !== true) throw liveKeyConflict(jobs[index]!, index, jobs.length, row.live_id);
           results[index] = { id: row.live_id, created: false, runAt: row.live_run_at! };
@@ -121,6 +146,58 @@ export class PostgresJobQueries {
       pending = missing;
     }
     return results as SubmitResult[];
+  }
+
+  /**
+   * The common case of a group-committed flush, in the leanest statement: reserved ids, no
+   * idempotency key, so no row can be answered from another, and the planner is spared the
+   * window, the lookups and the joins of submitWithIds (about half its server time at 100 rows).
+   * An id already stored means this is the resend of a submit whose commit was ambiguous:
+   * undefined is returned, and the caller answers it with submitWithIds (nothing was written:
+   * the duplicate key aborted the statement).
+   */
+  private async insertWithIds(
+    db: Queryable,
+    params: JobSubmitParams,
+    ids: readonly string[],
+    wakeHorizonMs: number,
+  ): Promise<SubmitResult[] | undefined> {
+    const specs = params.jobs;
+    let result: { rows: { id: string; run_at: Date }[] };
+    try {
+      result = await db.query<{ id: string; run_at: Date }>(this.sql.insertWithIds, [
+        pinned(params.now),
+        ids,
+        specs.map((spec) => spec.kind),
+        specs.map((spec) => spec.queue),
+        specs.map((spec) => spec.payloadJson),
+        specs.map((spec) => spec.priority),
+        specs.map((spec) => spec.runAt),
+        specs.map((spec) => spec.delayMs),
+        specs.map((spec) => spec.maxAttempts),
+        specs.map((spec) => JSON.stringify(spec.retryPolicy)),
+        specs.map((spec) => spec.timeoutMs),
+        specs.map((spec) => spec.scheduleId),
+        specs.map((spec) => spec.scheduleSlot),
+        wakeHorizonMs,
+      ]);
+    } catch (error) {
+      const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+      if (code === '23505' && constraint === 'jobs_pkey') return undefined;
+      throw error;
+    }
+    const runAtById = new Map(result.rows.map((row) => [row.id, row.run_at]));
+    return ids.map((id) => {
+      const runAt = runAtById.get(id);
+      if (runAt === undefined) throw new Error(`jobSubmit: job ${id} was not returned by its insert`);
+      return { id, created: true, runAt };
+    });
+  }
+
+  /** Draws `count` ids from the job sequence, for submits that carry their own ids. */
+  async reserveIds(db: Queryable, count: number): Promise<string[]> {
+    const result = await db.query<{ ids: string[] }>(this.sql.reserveIds, [count]);
+    return result.rows[0]!.ids;
   }
 
   /** Extends each lease still held; null for a stale token or a lease that already lapsed. */
@@ -294,6 +371,11 @@ interface SubmitRow {
   is_first: boolean;
   inserted_id: string | null;
   inserted_run_at: Date | null;
+  /** submitWithIds only: the row already stored under the input's reserved id. */
+  own_id?: string | null;
+  own_run_at?: Date | null;
+  /** Whether that row has the input's kind, queue and payload (it is this submit's, not a stranger's). */
+  own_same?: boolean | null;
   live_id: string | null;
   live_run_at: Date | null;
   live_same_payload: boolean | null;
@@ -308,9 +390,77 @@ function buildSql(s: string, channel: string) {
   const queues = `${s}.queues`;
   const notPaused = (queue: string) => queueNotPaused(queues, queue);
 
+  /** The submit statement, drawing ids from the sequence or (withIds) taking reserved ones; see submit and submitWithIds. */
+  function submitSql(withIds: boolean): string {
+    const givenIds = withIds ? ', $15::bigint[]' : '';
+    const givenIdColumn = withIds ? ', given_id' : '';
+    const newId = withIds ? 'input.given_id' : `nextval('${s}.jobs_id_seq')`;
+    const onConflict = withIds
+      ? 'ON CONFLICT DO NOTHING'
+      : `ON CONFLICT (queue, kind, idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ${live} DO NOTHING`;
+    const ownColumns = withIds
+      ? '\n             own.id AS own_id, own.run_at AS own_run_at, own.same AS own_same,'
+      : '';
+    const ownJoin = withIds
+      ? `
+      LEFT JOIN LATERAL (
+        SELECT o.id, o.run_at, o.kind = f.kind AND o.queue = f.queue AND o.payload = f.payload::jsonb AS same FROM (
+          SELECT j.id, j.run_at, j.kind, j.queue, j.payload FROM ${jobs} j WHERE j.id = f.new_id
+          UNION ALL
+          SELECT d.id, d.run_at, d.kind, d.queue, d.payload FROM ${dead} d WHERE d.id = f.new_id
+        ) o
+        WHERE ins.id IS NULL
+        LIMIT 1
+      ) own ON true`
+      : '';
+    return `
+      WITH input AS MATERIALIZED (
+        SELECT i.*,
+               CASE WHEN i.idempotency_key IS NULL THEN i.ord
+                    ELSE min(i.ord) OVER (PARTITION BY i.queue, i.kind, i.idempotency_key) END AS first_ord
+        FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::bigint[],
+                    $8::int[], $9::text[], $10::int[], $11::text[], $12::text[], $13::timestamptz[]${givenIds})
+          WITH ORDINALITY AS i(kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy,
+                               timeout_ms, idempotency_key, schedule_id, schedule_slot${givenIdColumn}, ord)
+      ),
+      fresh AS MATERIALIZED (
+        SELECT input.*, ${newId} AS new_id FROM input WHERE ord = first_ord ORDER BY ord
+      ),
+      inserted AS (
+        INSERT INTO ${jobs} (id, kind, queue, payload, priority, state, run_at, token, attempts, max_attempts,
+                             retry_policy, errors, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at)
+        SELECT f.new_id, f.kind, f.queue, f.payload::jsonb, f.priority, 'pending',
+               coalesce(f.run_at, ${NOW} + ${ms('f.delay_ms')}), 0, 0, f.max_attempts,
+               f.retry_policy::jsonb, '[]'::jsonb, f.idempotency_key, f.timeout_ms, f.schedule_id, f.schedule_slot,
+               ${NOW}
+        FROM fresh f ORDER BY f.ord
+        ${onConflict}
+        RETURNING id, run_at
+      ),
+      wake AS (
+        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM inserted
+        HAVING min(run_at) <= ${NOW} + ${ms('$14')}
+      )
+      SELECT i.ord, i.ord = i.first_ord AS is_first,
+             ins.id AS inserted_id, ins.run_at AS inserted_run_at,
+             l.id AS live_id, l.run_at AS live_run_at, l.same_payload AS live_same_payload,${ownColumns}
+             (SELECT count(*) FROM wake) AS woke
+      FROM input i
+      LEFT JOIN fresh f ON f.ord = i.first_ord
+      LEFT JOIN inserted ins ON ins.id = f.new_id
+      LEFT JOIN LATERAL (
+        SELECT j.id, j.run_at, j.payload = i.payload::jsonb AS same_payload FROM ${jobs} j
+        WHERE ins.id IS NULL AND i.idempotency_key IS NOT NULL
+          AND j.queue = i.queue AND j.kind = i.kind AND j.idempotency_key = i.idempotency_key
+          AND j.state IN ${live}
+        LIMIT 1
+      ) l ON true${ownJoin}
+      ORDER BY i.ord`;
+  }
+
   return {
     /**
-     * submit: writes a batch of jobs in one statement.
+     * submit: writes a batch of jobs in one statement, drawing their ids from the sequence.
      * Params: $1 now?, $2 kind[], $3 queue[], $4 payload json text[], $5 priority[], $6 run_at[]
      *   (NULL = now + delay), $7 delay_ms[], $8 max_attempts[], $9 retry_policy json text[],
      *   $10 timeout_ms[], $11 idempotency_key[], $12 schedule_id[], $13 schedule_slot[],
@@ -327,51 +477,63 @@ function buildSql(s: string, channel: string) {
      * is reported, not acted on: the caller refuses it (and rolls back a batch).
      * Wake-up: at most one NOTIFY per statement (commits of notifying transactions serialise on a
      * global lock, so one per row would cap submits near 1,000/s), and only when some new job is
-     * due within the horizon; the payload is the earliest run_at in epoch ms.
+     * due within the horizon; the payload is the earliest run_at in epoch ms. A group-committed
+     * batch of single submits (src/submit/) is one statement, so one NOTIFY at most.
      */
-    submit: `
-      WITH input AS MATERIALIZED (
-        SELECT i.*,
-               CASE WHEN i.idempotency_key IS NULL THEN i.ord
-                    ELSE min(i.ord) OVER (PARTITION BY i.queue, i.kind, i.idempotency_key) END AS first_ord
-        FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::bigint[],
-                    $8::int[], $9::text[], $10::int[], $11::text[], $12::text[], $13::timestamptz[])
-          WITH ORDINALITY AS i(kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy,
-                               timeout_ms, idempotency_key, schedule_id, schedule_slot, ord)
-      ),
-      fresh AS MATERIALIZED (
-        SELECT input.*, nextval('${s}.jobs_id_seq') AS new_id FROM input WHERE ord = first_ord ORDER BY ord
-      ),
-      inserted AS (
+    submit: submitSql(false),
+
+    /**
+     * submitWithIds: submit, with each job's id reserved beforehand (reserveIds) and given as
+     *   $15 bigint[], so the same statement can be sent again after its connection dropped with
+     *   its commit unknown. ON CONFLICT takes no target here: a row whose id is already stored
+     *   (the earlier send committed) is skipped like a key held by a live job, and answered from
+     *   own_id/own_run_at (read from jobs or, if it was parked meanwhile, dead_jobs). Schedule
+     *   runs never come this way (their slot conflicts are the claim's business).
+     * Result: as submit, plus own_id/own_run_at.
+     */
+    submitWithIds: submitSql(true),
+
+    /**
+     * insertWithIds: writes a batch of jobs without idempotency keys under reserved ids.
+     * Params: $1 now?, $2 id bigint[], $3 kind[], $4 queue[], $5 payload json text[],
+     *   $6 priority[], $7 run_at[] (NULL = now + delay), $8 delay_ms[], $9 max_attempts[],
+     *   $10 retry_policy json text[], $11 timeout_ms[], $12 schedule_id[], $13 schedule_slot[],
+     *   $14 wake horizon ms.
+     * Result: id and run_at of every row (all are written, or the statement fails: a stored id
+     *   raises unique_violation on jobs_pkey, which only the resend of an ambiguous commit meets).
+     * Wake-up: as submit, at most one NOTIFY for the statement.
+     */
+    insertWithIds: `
+      WITH inserted AS (
         INSERT INTO ${jobs} (id, kind, queue, payload, priority, state, run_at, token, attempts, max_attempts,
-                             retry_policy, errors, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at)
-        SELECT f.new_id, f.kind, f.queue, f.payload::jsonb, f.priority, 'pending',
-               coalesce(f.run_at, ${NOW} + ${ms('f.delay_ms')}), 0, 0, f.max_attempts,
-               f.retry_policy::jsonb, '[]'::jsonb, f.idempotency_key, f.timeout_ms, f.schedule_id, f.schedule_slot,
-               ${NOW}
-        FROM fresh f ORDER BY f.ord
-        ON CONFLICT (queue, kind, idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ${live} DO NOTHING
+                             retry_policy, errors, timeout_ms, schedule_id, schedule_slot, created_at)
+        SELECT i.id, i.kind, i.queue, i.payload::jsonb, i.priority, 'pending',
+               coalesce(i.run_at, ${NOW} + ${ms('i.delay_ms')}), 0, 0, i.max_attempts,
+               i.retry_policy::jsonb, '[]'::jsonb, i.timeout_ms, i.schedule_id, i.schedule_slot, ${NOW}
+        FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::bigint[],
+                    $9::int[], $10::text[], $11::int[], $12::text[], $13::timestamptz[])
+          AS i(id, kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy, timeout_ms,
+               schedule_id, schedule_slot)
         RETURNING id, run_at
       ),
       wake AS (
         SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM inserted
         HAVING min(run_at) <= ${NOW} + ${ms('$14')}
       )
-      SELECT i.ord, i.ord = i.first_ord AS is_first,
-             ins.id AS inserted_id, ins.run_at AS inserted_run_at,
-             l.id AS live_id, l.run_at AS live_run_at, l.same_payload AS live_same_payload,
-             (SELECT count(*) FROM wake) AS woke
-      FROM input i
-      LEFT JOIN fresh f ON f.ord = i.first_ord
-      LEFT JOIN inserted ins ON ins.id = f.new_id
-      LEFT JOIN LATERAL (
-        SELECT j.id, j.run_at, j.payload = i.payload::jsonb AS same_payload FROM ${jobs} j
-        WHERE ins.id IS NULL AND i.idempotency_key IS NOT NULL
-          AND j.queue = i.queue AND j.kind = i.kind AND j.idempotency_key = i.idempotency_key
-          AND j.state IN ${live}
-        LIMIT 1
-      ) l ON true
-      ORDER BY i.ord`,
+      SELECT id, run_at, (SELECT count(*) FROM wake) AS woke FROM inserted`,
+
+    /**
+     * reserveIds: draws ids from the job sequence for submitWithIds; no row is written.
+     * Params: $1 count.
+     * Result: one row, ids text[] (bigint ids as text, ascending).
+     * Durability: pg_current_xact_id() gives the statement a transaction id, so its commit waits
+     * for the WAL flush like any write. Without one, PostgreSQL flushes a bare nextval's WAL
+     * lazily, and a crash within that moment would rewind the sequence and hand these ids to
+     * another submitter, whose job a resend of ours would then mistake for its own.
+     */
+    reserveIds: `
+      SELECT pg_current_xact_id() AS xact,
+             (SELECT array_agg(nextval('${s}.jobs_id_seq')::text ORDER BY n) FROM generate_series(1, $1::int) AS n) AS ids`,
 
     /**
      * heartbeatMany: extends each lease that is still ours and still live.

@@ -52,6 +52,7 @@ import type {
   JobPruneParams,
   JobReleaseByOwnerParams,
   JobReleaseParams,
+  JobReserveIdsParams,
   JobSubmitParams,
   NextRunAtParams,
   QueueNameParams,
@@ -70,7 +71,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, positiveMs } from '../store-params.js';
+import { claimLimit, positiveMs, reserveIdCount } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import {
   type ConnectionHealth,
@@ -251,6 +252,7 @@ export class PostgresStore implements Store {
       listenNotify: parts.listenConnection !== null,
       skipLocked: true,
       callerTransactions: true,
+      reservableJobIds: true,
     });
     this.queries = new PostgresJobQueries(parts.schema);
     this.claims = new PostgresClaimQueries(parts.schema);
@@ -358,6 +360,16 @@ export class PostgresStore implements Store {
       : await this.queries.submit(this.pool, params, this.wakeHorizonMs);
     this.wakeLocallyForSubmits(results);
     return results;
+  }
+
+  /** Draws ids from the job sequence (one round trip, nothing written); see {@link Store.jobReserveIds}. */
+  async jobReserveIds(params: JobReserveIdsParams): Promise<string[]> {
+    return this.queries.reserveIds(this.pool, reserveIdCount(params.count));
+  }
+
+  /** A dropped, refused or timed-out connection, or a server shutting down or starting up. */
+  isConnectionLoss(error: unknown): boolean {
+    return isTransientConnectionError(error);
   }
 
   /**

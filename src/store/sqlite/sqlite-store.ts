@@ -61,6 +61,7 @@ import type {
   JobPruneParams,
   JobReleaseByOwnerParams,
   JobReleaseParams,
+  JobReserveIdsParams,
   JobSubmitParams,
   NextRunAtParams,
   QueueNameParams,
@@ -118,7 +119,12 @@ type Listener = (wakeUp: WakeUp) => void;
 
 /** The embedded store on better-sqlite3; see the file header for its locking, clock and durability. */
 export class SqliteStore implements Store {
-  readonly capabilities: StoreCapabilities = { listenNotify: false, skipLocked: false, callerTransactions: false };
+  readonly capabilities: StoreCapabilities = {
+    listenNotify: false,
+    skipLocked: false,
+    callerTransactions: false,
+    reservableJobIds: false,
+  };
 
   /** Migration versions this open applied (empty when the file was already current). */
   readonly appliedMigrations: readonly number[];
@@ -213,6 +219,7 @@ export class SqliteStore implements Store {
 
   async jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
     refuseCallerTransaction(params.transaction, 'jobSubmit');
+    if (params.ids !== undefined) throw noReservableIds('jobSubmit with ids');
     if (params.jobs.length === 0) return [];
     // A batch that repeats a key with two payloads is refused before the transaction starts.
     assertBatchKeysAgree(params.jobs);
@@ -224,6 +231,19 @@ export class SqliteStore implements Store {
     });
     this.notify(earliestMs, nowMs);
     return results;
+  }
+
+  /**
+   * Refused: a write here never crosses a connection, so its outcome is never in doubt and a
+   * submit needs no reserved ids (`capabilities.reservableJobIds` is false).
+   */
+  async jobReserveIds(_params: JobReserveIdsParams): Promise<string[]> {
+    throw noReservableIds('jobReserveIds');
+  }
+
+  /** Never: an embedded database has no connection to lose. */
+  isConnectionLoss(_error: unknown): boolean {
+    return false;
   }
 
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
@@ -541,6 +561,14 @@ export class SqliteStore implements Store {
     this.listeners.clear();
     this.db.close();
   }
+}
+
+/** The error for an operation that needs `capabilities.reservableJobIds`. */
+function noReservableIds(operation: string): ConfigurationError {
+  return new ConfigurationError(
+    `SqliteStore.${operation}: this store does not reserve job ids (capabilities.reservableJobIds is false); ` +
+      'its writes never cross a connection, so a submit is never retried',
+  );
 }
 
 /**
