@@ -324,7 +324,7 @@ export class Worker {
   private onClaimed(jobs: ClaimedJob[], sentAt: number): void {
     const batch: { job: ClaimedJob; lease: JobLease }[] = [];
     for (const job of jobs) {
-      const lease: JobLease = { id: job.id, token: job.token };
+      const lease: JobLease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
       this.report.counters.claimed += 1;
       this.renewer.add(lease, sentAt);
       if (this.state !== 'running') {
