@@ -20,7 +20,7 @@
  * Figures are printed; the whole file takes about three minutes.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,7 +29,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docket } from '../../src/docket.js';
 import type { ClaimedJob } from '../../src/job/job.js';
 import type { JobContext } from '../../src/worker/job-handler.js';
-import { formatFailovers, formatFigures } from '../stress/chaos.js';
+import { formatFailovers, formatFigures } from '../stress/chaos-figures.js';
 import { type ChaosResult, DEFAULT_CHAOS_OPTIONS, runChaos } from '../stress/chaos-run.js';
 import { canQuery, PATRONI_TTL_S, PatroniCluster, waitFor } from './patroni-cluster.js';
 
@@ -115,6 +115,8 @@ const PG_BIN = '/usr/lib/postgresql/15/bin';
 interface PlainCluster {
   dataDir: string;
   logFile: string;
+  /** Its own socket directory, outside the data directory (pg_basebackup would copy a lock file there). */
+  socketDir: string;
 }
 
 function postgresIds(): { uid: number; gid: number } {
@@ -138,9 +140,12 @@ async function asPostgres(binary: string, args: string[]): Promise<string> {
   return stdout;
 }
 
-async function startPlain(cluster: PlainCluster, port: number, dir: string): Promise<void> {
+async function startPlain(cluster: PlainCluster, port: number): Promise<void> {
   // Asynchronous: no synchronous_standby_names, so a commit does not wait for the standby.
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c wal_level=replica -c max_wal_senders=5`;
+  // Each cluster has its own socket directory: the killed primary's socket lock file names a pid
+  // that may linger as a zombie here (no init reaps it), which would refuse the promoted standby
+  // the same socket path.
+  const options = `-p ${port} -k ${cluster.socketDir} -c listen_addresses=127.0.0.1 -c wal_level=replica -c max_wal_senders=5`;
   await asPostgres('pg_ctl', ['-D', cluster.dataDir, '-l', cluster.logFile, '-o', options, '-w', 'start']);
 }
 
@@ -182,8 +187,8 @@ function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
 describe('fencing after a promoted asynchronous standby lost the last claims (lost WAL tail)', () => {
   const JOBS = 4;
   let dir = '';
-  const primary: PlainCluster = { dataDir: '', logFile: '' };
-  const standby: PlainCluster = { dataDir: '', logFile: '' };
+  const primary: PlainCluster = { dataDir: '', logFile: '', socketDir: '' };
+  const standby: PlainCluster = { dataDir: '', logFile: '', socketDir: '' };
   const dockets: Docket[] = [];
 
   beforeAll(async () => {
@@ -193,10 +198,20 @@ describe('fencing after a promoted asynchronous standby lost the last claims (lo
     dir = mkdtempSync(join(tmpdir(), 'docket-lost-wal-'));
     const { uid, gid } = postgresIds();
     chownSync(dir, uid, gid);
-    Object.assign(primary, { dataDir: join(dir, 'primary'), logFile: join(dir, 'primary.log') });
-    Object.assign(standby, { dataDir: join(dir, 'standby'), logFile: join(dir, 'standby.log') });
+    for (const [cluster, name] of [
+      [primary, 'primary'],
+      [standby, 'standby'],
+    ] as const) {
+      Object.assign(cluster, {
+        dataDir: join(dir, name),
+        logFile: join(dir, `${name}.log`),
+        socketDir: join(dir, `${name}-socket`),
+      });
+      mkdirSync(cluster.socketDir);
+      chownSync(cluster.socketDir, uid, gid);
+    }
     await asPostgres('initdb', ['-D', primary.dataDir, '-U', 'postgres', '--auth=trust']);
-    await startPlain(primary, PRIMARY_PORT, dir);
+    await startPlain(primary, PRIMARY_PORT);
     await asPostgres('pg_basebackup', [
       '-h',
       '127.0.0.1',
@@ -210,7 +225,7 @@ describe('fencing after a promoted asynchronous standby lost the last claims (lo
       '-X',
       'stream',
     ]);
-    await startPlain(standby, STANDBY_PORT, dir);
+    await startPlain(standby, STANDBY_PORT);
   }, 120_000);
 
   afterAll(async () => {
@@ -265,7 +280,7 @@ describe('fencing after a promoted asynchronous standby lost the last claims (lo
     const failedAt = Date.now();
     killPostmaster(primary);
     await waitFor('the primary port to close', 20_000, () => portFree(PRIMARY_PORT));
-    await startPlain(standby, PRIMARY_PORT, dir);
+    await startPlain(standby, PRIMARY_PORT);
     await asPostgres('pg_ctl', ['-D', standby.dataDir, '-w', 'promote']);
     await waitFor('the promoted standby to accept writes', 30_000, async () => {
       if (!(await canQuery(`postgres://postgres@127.0.0.1:${PRIMARY_PORT}/postgres`))) return false;
