@@ -30,6 +30,11 @@ const program = new Command()
     'longest drain after the faults stop',
     String(DEFAULT_CHAOS_OPTIONS.drainTimeoutMs / 1000),
   )
+  .option(
+    '--recovery-slack-ms <n>',
+    'allowed on top of lease + poll interval before a recovery after a kill violates I8 (a busy host needs more)',
+    String(DEFAULT_CHAOS_OPTIONS.recoverySlackMs),
+  )
   .option('--failover', 'run on a Patroni cluster behind HAProxy; the nemesis kills its leader and switches it over')
   .option('--json', 'print the full result as JSON too');
 program.parse();
@@ -70,6 +75,7 @@ try {
       jobsPerSecond: Number(args.jobsPerSecond),
       faultIntervalMs: Number(args.faultIntervalMs),
       drainTimeoutMs: Number(args.drainSeconds) * 1000,
+      recoverySlackMs: Number(args.recoverySlackMs),
       log: (line) => console.log(line),
     });
     console.log(formatFigures(result));
