@@ -29,7 +29,7 @@
  * can drain; the checker then verifies I7 from the rows (schedule-slot-checker.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -392,6 +392,8 @@ class ChaosRun {
     slot.stderrTail = '';
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       slot.stderrTail = (slot.stderrTail + chunk).slice(-2000);
+      // The whole stderr too, beside the ledger, so a worker that dies on its own can be diagnosed.
+      appendFileSync(join(this.dir, `${id}.stderr`), chunk);
     });
     const ready = new Promise<void>((resolve) => {
       child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -412,8 +414,11 @@ class ChaosRun {
         if (code === POISON_EXIT_CODE) this.faults.push({ type: 'poisonExit', at: Date.now(), pid: child.pid });
         else if (code !== 0 && signal !== 'SIGKILL') {
           this.unexpectedWorkerExits += 1;
-          const reason = /^\S*Error[^\n]*$/m.exec(slot.stderrTail)?.[0] ?? slot.stderrTail.trim().slice(-300);
-          o.log(`chaos: worker ${id} exited with ${code ?? signal}: ${reason}`);
+          // pg's DatabaseError prints as `error: <message>`, so match any case.
+          const reason = /^\S*error[^\n]*$/im.exec(slot.stderrTail)?.[0] ?? slot.stderrTail.trim().slice(-300);
+          o.log(
+            `chaos: worker ${id} exited with ${code ?? signal}: ${reason} (stderr: ${join(this.dir, `${id}.stderr`)})`,
+          );
         }
         resolve();
         if (this.keepWorkersAlive) {
