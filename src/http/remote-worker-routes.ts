@@ -273,7 +273,14 @@ export function remoteWorkerRoutes(
     const body = await readBody(c, heartbeatRequestSchema);
     const job = await leasedJob(id, body.token, body.receipt);
     const leaseUntil =
-      job?.state === 'running' ? await store.jobHeartbeat({ id, token: body.token, leaseMs: body.leaseMs }) : null;
+      job?.state === 'running'
+        ? await store.jobHeartbeat({
+            id,
+            token: body.token,
+            leaseOwner: job.leaseOwner ?? undefined,
+            leaseMs: body.leaseMs,
+          })
+        : null;
     if (!leaseUntil) {
       leases.delete(`${id}:${body.token}`);
       metrics.stale.inc({ operation: 'heartbeat' });
@@ -290,7 +297,9 @@ export function remoteWorkerRoutes(
     const body = await readBody(c, completeRequestSchema);
     const job = await leasedJob(id, body.token, body.receipt);
     // A finished job is passed on too: a repeated complete of a done job is idempotent ('done').
-    const outcome = job ? await store.jobComplete({ id, token: body.token }) : 'stale';
+    const outcome = job
+      ? await store.jobComplete({ id, token: body.token, leaseOwner: job.leaseOwner ?? undefined })
+      : 'stale';
     const key = `${id}:${body.token}`;
     const claimedAtMs = leases.get(key);
     leases.delete(key);
@@ -325,11 +334,12 @@ export function remoteWorkerRoutes(
       random: options.random,
       hints: { retryAfterMs: body.retryAfterMs },
     });
-    // jobFail is fenced by the token: if another claim took the job since the read above, it
+    // jobFail is fenced by the token and owner: if another claim took the job since the read above, it
     // answers stale and the decision computed from the old attempt count is never applied.
     const result = await store.jobFail({
       id,
       token: body.token,
+      leaseOwner: job.leaseOwner ?? undefined,
       error: { message: body.error.message, detail: body.error.detail, kind: 'thrown' },
       decision,
     });

@@ -9,8 +9,11 @@
  *   token and the attempt count, in one short statement, holding no lock after it returns.
  * - A job is claimable when it is live and `run_at <= now` and it holds no unexpired lease.
  *   A lapsed lease therefore makes the job due again, with no separate recovery step.
- * - Heartbeat, complete, fail and release take the token from the claim; a token that is not the
- *   job's current one (or a job no longer running) changes nothing and answers stale/null.
+ * - Heartbeat, complete, fail and release take the token and the lease owner from the claim; a
+ *   token or owner that is not the job's current one (or a job no longer running) changes nothing
+ *   and answers stale/null. Claims record an owner unique to the claim (random per worker process,
+ *   numbered per claim), so a token number re-issued by a promoted standby that never saw the
+ *   first claim validates no write of the first holder.
  *   "The lease is no longer yours" is a value, never an exception.
  * - Completion is idempotent for its own claim: completing a job that is already `done` under the
  *   same token changes nothing and answers `done` (the earlier call committed and only its answer
@@ -137,10 +140,23 @@ export interface JobClaimParams extends AtTime, KindFilter {
   queues?: readonly string[] | undefined;
 }
 
-/** A fenced reference to a claimed job: its id and the token of the claim. */
+/**
+ * A fenced reference to a claimed job: its id, the token of the claim and the claim's own lease
+ * owner. A write is accepted only when the token and the owner both match the row. The token
+ * alone is not enough once a database can forget its last commits: a standby promoted without the
+ * primary's last WAL (asynchronous replication) re-issues token numbers whose first issue it never
+ * saw, but not the random owner of a claim it never saw, so the old holder's write finds no match.
+ * A {@link ClaimedJob} is a JobLease as it stands (it carries `leaseOwner`).
+ */
 export interface JobLease {
   id: string;
   token: number;
+  /**
+   * The lease owner the claim recorded (`ClaimedJob.leaseOwner`), unique to that claim. Every
+   * write Docket's worker and HTTP service make carries it. Omitted, the write is fenced by the
+   * token alone, which a promoted standby that lost the last commits can repeat.
+   */
+  leaseOwner?: string | undefined;
 }
 
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
@@ -443,8 +459,8 @@ export interface Store {
   jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]>;
 
   /**
-   * Marks the job done if the token is current; a done job can never run again. Idempotent: a
-   * job already done under this token answers `done`. With `transaction`, the completion joins
+   * Marks the job done if the token (and owner) is current; a done job can never run again.
+   * Idempotent: a job already done under this token and owner answers `done`. With `transaction`, the completion joins
    * the caller's transaction and answers `done` only for the running → done transition.
    */
   jobComplete(params: JobCompleteParams): Promise<CompleteOutcome>;

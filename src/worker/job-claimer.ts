@@ -113,9 +113,12 @@ export class JobClaimer {
   private claimSeq = 0;
   /**
    * Distinguishes this claimer from any other with the same worker id (a restarted process, two
-   * processes given one --id), so releasing a lost claim's leases never touches another's jobs.
+   * processes given one --id), so releasing a lost claim's leases never touches another's jobs,
+   * and no other claim can ever record the same owner: writes are fenced by owner as well as token,
+   * which is what keeps a token number re-issued by a promoted standby from validating this
+   * claim's writes. 64 random bits: a repeat is out of reach however often workers restart.
    */
-  private readonly instance = randomBytes(4).toString('hex');
+  private readonly instance = randomBytes(8).toString('hex');
   /** Owners of claims whose answer was lost: they may have committed, so their leases are given back. */
   private readonly unanswered = new Set<string>();
   private releasing: Promise<void> | undefined;

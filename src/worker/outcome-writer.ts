@@ -46,7 +46,7 @@ export class OutcomeWriter {
       hints,
     });
     const outcome = await this.fencedWrite(lease, 'fail', execution, () =>
-      this.deps.store.jobFail({ id: lease.id, token: lease.token, error, decision }),
+      this.deps.store.jobFail({ ...lease, error, decision }),
     );
     execution.finish();
     if (outcome === undefined) return;
@@ -61,9 +61,7 @@ export class OutcomeWriter {
 
   /** Gives a lease back (shutdown, a claim answered while stopping); finishes its execution if it has one. */
   async release(job: ClaimedJob, lease: JobLease, execution?: JobExecution): Promise<void> {
-    const outcome = await this.fencedWrite(lease, 'release', execution, () =>
-      this.deps.store.jobRelease({ id: lease.id, token: lease.token }),
-    );
+    const outcome = await this.fencedWrite(lease, 'release', execution, () => this.deps.store.jobRelease(lease));
     if (execution) execution.finish();
     else this.deps.renewer.remove(lease);
     if (outcome === 'released') this.deps.report.counters.released += 1;
@@ -89,7 +87,7 @@ export class OutcomeWriter {
     }
     const refusal = execution.transactionRefusal();
     if (refusal !== null) throw new StaleLeaseError(job.id, lease.token, `${refusal}; roll your transaction back`);
-    const outcome = await this.deps.store.jobComplete({ id: lease.id, token: lease.token, transaction });
+    const outcome = await this.deps.store.jobComplete({ ...lease, transaction });
     if (outcome === 'stale') {
       this.deps.report.stale(job, 'complete');
       throw new StaleLeaseError(

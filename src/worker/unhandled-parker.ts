@@ -96,7 +96,7 @@ export class UnhandledParker extends PeriodicSweep {
       });
       const message = unhandledParkMessage(queue, kind, this.options.unhandledAfterMs);
       for (const job of claimed) {
-        const lease = { id: job.id, token: job.token };
+        const lease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
         if (job.runAt.getTime() > cutoff) {
           await this.store.jobRelease(lease);
           continue;

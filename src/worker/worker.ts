@@ -338,7 +338,7 @@ export class Worker {
     this.autoPrefetch?.claimAnswered(jobs.length, limit);
     const batch: BufferedJob[] = [];
     for (const job of jobs) {
-      const lease: JobLease = { id: job.id, token: job.token };
+      const lease: JobLease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
       const key = LeaseRenewer.key(lease);
       this.report.counters.claimed += 1;
       this.renewer.add(lease, sentAt, key);

@@ -99,6 +99,10 @@ export interface ChaosFigures {
   overlappingLeases: number;
   duplicateKeys: number;
   completionsReportedStaleButAccepted: number;
+  /** Jobs with more than one completion heard as accepted (I2): must be 0. */
+  jobsFinishedTwice: number;
+  /** Completions heard as accepted whose token is not the one the row ended with (I2): must be 0. */
+  staleResultsAccepted: number;
   worstRecoveryAfterKillMs: number | null;
   worstRecoveryDuringRestartMs: number | null;
   recoveryBoundMs: number;
@@ -176,6 +180,8 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
   let retriesBeforeBackoff = 0;
   let overlappingLeases = 0;
   let completionsReportedStaleButAccepted = 0;
+  let jobsFinishedTwice = 0;
+  let staleResultsAccepted = 0;
   const submittedById = new Map(history.submitted.map((job) => [job.id, job]));
 
   for (const [id, entries] of byJob) {
@@ -193,9 +199,13 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
     }
 
     // I2: at most one accepted completion, carrying the final token, after a recorded effect.
-    if (completed.length > 1) violate(`I2 job ${id}: ${completed.length} completions accepted`);
+    if (completed.length > 1) {
+      jobsFinishedTwice += 1;
+      violate(`I2 job ${id}: ${completed.length} completions accepted`);
+    }
     for (const done of completed) {
       if (row && (row.state !== 'done' || row.token !== done.t)) {
+        staleResultsAccepted += 1;
         violate(
           `I2 job ${id}: completion with token ${done.t} accepted but the row is ${row.state} token ${row.token}`,
         );
@@ -402,6 +412,8 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
     overlappingLeases,
     duplicateKeys,
     completionsReportedStaleButAccepted,
+    jobsFinishedTwice,
+    staleResultsAccepted,
     worstRecoveryAfterKillMs,
     worstRecoveryDuringRestartMs,
     recoveryBoundMs,

@@ -12,6 +12,16 @@
  * Bounded: the fault phase and the drain have fixed limits, and every child process is killed on
  * the way out, including when the run throws. Loopback only.
  *
+ * Failover (`failover` option, `npm run chaos -- --failover`): the database is a Patroni cluster
+ * (test/failover/patroni-cluster.ts) and everyone connects through HAProxy. The nemesis then
+ * kills the leader (`kill -9` of its postmaster and its Patroni) and runs planned switchovers
+ * instead of restarting a single PostgreSQL; after a leader kill it restarts the killed node's
+ * Patroni so it rejoins as the synchronous standby, and no further failover is injected until the
+ * cluster is healthy again (a second failover before the standby caught up is a double fault,
+ * which synchronous replication does not cover). Each failover is recorded as a `restart` fault
+ * (the database is unavailable meanwhile) and measured: time until a write through HAProxy
+ * succeeds, until the first claim on the new leader, until the cluster is healthy again.
+ *
  * Recurring jobs: before the faults start the harness creates {@link CHAOS_SCHEDULES} (every one
  * or two seconds, one per misfire policy, with and without jitter, one whose runs fail once);
  * their runs go to the same faulty workers. Once the faults stop and everything is healed, the
@@ -19,7 +29,7 @@
  * can drain; the checker then verifies I7 from the rows (schedule-slot-checker.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +39,7 @@ import type { Job } from '../../src/job/job.js';
 import type { SubmitInput } from '../../src/job/job-spec.js';
 import { type Random, seededRandom } from '../../src/retry/random.js';
 import type { Schedule, ScheduleInput } from '../../src/schedule/schedule.js';
+import type { PatroniCluster } from '../failover/patroni-cluster.js';
 import {
   type AmbiguousSubmit,
   type ChaosVerdict,
@@ -114,7 +125,40 @@ export interface ChaosOptions {
   pollIntervalMs: number;
   /** Allowed on top of leaseMs + pollIntervalMs for a restart after a kill (process scheduling on a busy host). */
   recoverySlackMs: number;
+  /** Run on a Patroni cluster behind HAProxy, whose leader the nemesis kills and switches over (postgres only). */
+  failover?: ChaosFailover | undefined;
   log: (line: string) => void;
+}
+
+/** A failover nemesis action. */
+export type FailoverAction = 'leaderKill' | 'switchover';
+
+/** The failover nemesis: the cluster it acts on and, optionally, a fixed plan. */
+export interface ChaosFailover {
+  cluster: PatroniCluster;
+  /**
+   * A fixed plan: exactly these actions, each at its offset from the start of the fault phase (a
+   * later one waits until the cluster is healthy again), and no other fault. Omitted: the seeded
+   * nemesis draws leader kills and switchovers among its usual faults.
+   */
+  plan?: { action: FailoverAction; atMs: number }[] | undefined;
+}
+
+/** What one failover took, host epoch ms and durations in ms. */
+export interface FailoverFigure {
+  action: FailoverAction;
+  from: string;
+  to: string;
+  /** When the leader was killed, or the switchover command issued. */
+  at: number;
+  /** When the new leader was first seen as primary by its Patroni REST check. */
+  newLeaderAt: number;
+  /** From `at` until a write through HAProxy succeeded on the new leader. */
+  writableAfterMs: number;
+  /** From `at` until the first claim on the new leader (by the claim's database time), from the ledgers. */
+  firstClaimAfterMs: number | null;
+  /** From `at` until both nodes were back: a leader with a streaming synchronous standby. */
+  healthyAfterMs: number;
 }
 
 /** Defaults: 2 s leases and 600 ms heartbeats so recoveries are quick. */
@@ -139,6 +183,10 @@ export interface ChaosResult extends ChaosVerdict {
   drained: boolean;
   submitRetries: number;
   unreadableLedgerLines: number;
+  /** Worker processes that exited on their own (not killed by the nemesis, not a poison job): must be 0. */
+  unexpectedWorkerExits: number;
+  /** One entry per failover the nemesis injected (failover runs only). */
+  failovers: FailoverFigure[];
 }
 
 interface WorkerSlot {
@@ -191,6 +239,8 @@ class ChaosRun {
   /** Host epoch ms until which a fleet freeze holds every worker (respawns wait for it). */
   private frozenUntil = 0;
   private removedByPause: Job[] = [];
+  private unexpectedWorkerExits = 0;
+  private readonly failovers: FailoverFigure[] = [];
 
   constructor(private readonly options: ChaosOptions) {
     this.nemesisRandom = seededRandom(options.seed);
@@ -258,10 +308,13 @@ class ChaosRun {
       schedules: this.schedules,
       removedByPause: this.removedByPause,
     });
-    const { log: _log, ...printable } = o;
+    for (const failover of this.failovers) failover.firstClaimAfterMs = firstClaimAfter(failover, entries);
+    const { log: _log, failover: _failover, ...printable } = o;
     return {
       ...verdict,
       options: printable,
+      unexpectedWorkerExits: this.unexpectedWorkerExits,
+      failovers: this.failovers,
       faultPhaseMs,
       drainMs,
       drained,
@@ -274,7 +327,19 @@ class ChaosRun {
     const o = this.options;
     let workerUrl: string;
     if (o.store === 'postgres') {
-      this.cluster = await ensureChaosCluster();
+      const patroni = o.failover?.cluster;
+      // Through HAProxy's write port, the one URL that follows the leader; its port is the cluster's.
+      this.cluster = patroni
+        ? {
+            version: '15',
+            name: 'patroni',
+            port: Number(new URL(patroni.writeUrl).port),
+            url: patroni.writeUrl,
+            listenAddresses: [],
+            trustNetworks: [],
+            settings: {},
+          }
+        : await ensureChaosCluster();
       this.schema = `chaos_${o.seed}_${Date.now().toString(36)}`;
       this.directUrl = `${this.cluster.url}?schema=${this.schema}`;
       this.workerProxy = new CommitCuttingProxy('127.0.0.1', this.cluster.port);
@@ -335,6 +400,8 @@ class ChaosRun {
     slot.stderrTail = '';
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       slot.stderrTail = (slot.stderrTail + chunk).slice(-2000);
+      // The whole stderr too, beside the ledger, so a worker that dies on its own can be diagnosed.
+      appendFileSync(join(this.dir, `${id}.stderr`), chunk);
     });
     const ready = new Promise<void>((resolve) => {
       child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -354,8 +421,12 @@ class ChaosRun {
         }
         if (code === POISON_EXIT_CODE) this.faults.push({ type: 'poisonExit', at: Date.now(), pid: child.pid });
         else if (code !== 0 && signal !== 'SIGKILL') {
-          const reason = /^\S*Error[^\n]*$/m.exec(slot.stderrTail)?.[0] ?? slot.stderrTail.trim().slice(-300);
-          o.log(`chaos: worker ${id} exited with ${code ?? signal}: ${reason}`);
+          this.unexpectedWorkerExits += 1;
+          // pg's DatabaseError prints as `error: <message>`, so match any case.
+          const reason = /^\S*error[^\n]*$/im.exec(slot.stderrTail)?.[0] ?? slot.stderrTail.trim().slice(-300);
+          o.log(
+            `chaos: worker ${id} exited with ${code ?? signal}: ${reason} (stderr: ${join(this.dir, `${id}.stderr`)})`,
+          );
         }
         resolve();
         if (this.keepWorkersAlive) {
@@ -488,23 +559,41 @@ class ChaosRun {
   /** Injects faults until `faultEnd`; every choice comes from the seeded nemesis random. */
   private async nemesis(faultEnd: number): Promise<void> {
     const o = this.options;
+    const plan = o.failover?.plan;
+    if (plan) {
+      await this.followPlan(plan, faultEnd);
+      return;
+    }
     const postgres = o.store === 'postgres';
-    const weights: [string, number][] = postgres
+    const weights: [string, number][] = o.failover
       ? [
-          ['kill', 0.32],
-          ['pause', 0.26],
-          ['restart', 0.07],
+          // A single PostgreSQL's restart is replaced by the cluster's failovers.
+          ['kill', 0.3],
+          ['pause', 0.24],
+          ['leaderKill', 0.05],
+          ['switchover', 0.05],
           ['terminate', 0.1],
           ['cutComplete', 0.1],
           ['cutClaim', 0.05],
           ['cutSubmit', 0.1],
           ['freezeAll', 0.03],
         ]
-      : [
-          ['kill', 0.55],
-          ['pause', 0.45],
-          ['freezeAll', 0.03],
-        ];
+      : postgres
+        ? [
+            ['kill', 0.32],
+            ['pause', 0.26],
+            ['restart', 0.07],
+            ['terminate', 0.1],
+            ['cutComplete', 0.1],
+            ['cutClaim', 0.05],
+            ['cutSubmit', 0.1],
+            ['freezeAll', 0.03],
+          ]
+        : [
+            ['kill', 0.55],
+            ['pause', 0.45],
+            ['freezeAll', 0.03],
+          ];
     const total = weights.reduce((sum, [, w]) => sum + w, 0);
     // One fleet freeze halfway through, whatever the draws: every run gets a stretch in which
     // no worker claims, so schedules miss slots and their misfire policies decide.
@@ -532,9 +621,81 @@ class ChaosRun {
     }
   }
 
+  /** Runs a fixed failover plan: each action at its offset (once the cluster is healthy), nothing else. */
+  private async followPlan(plan: { action: FailoverAction; atMs: number }[], faultEnd: number): Promise<void> {
+    const start = faultEnd - this.options.faultMs;
+    for (const step of plan) {
+      await this.restarting;
+      const wait = start + step.atMs - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      await this.inject(step.action, undefined, 0);
+    }
+    const rest = faultEnd - Date.now();
+    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+  }
+
+  /**
+   * One failover of the Patroni cluster: resolves once a write through HAProxy succeeds on the
+   * new leader, while `this.restarting` holds until the cluster is healthy again (the killed node
+   * restarted and caught up as the synchronous standby), so no second failover overlaps it.
+   */
+  private async failOver(action: FailoverAction): Promise<void> {
+    const patroni = this.options.failover?.cluster;
+    if (!patroni || this.restarting) return;
+    const fault: FaultEvent = { type: 'restart', at: Date.now(), detail: `failover: ${action}` };
+    let writable!: () => void;
+    const becameWritable = new Promise<void>((resolve) => {
+      writable = resolve;
+    });
+    this.restarting = (async () => {
+      const before = await patroni.leader();
+      const to = patroni.nodes.find((node) => node !== before);
+      if (!to) throw new Error('the Patroni cluster has one node');
+      this.faults.push(fault);
+      if (action === 'leaderKill') fault.at = (await patroni.killLeader()).killedAt;
+      else fault.at = (await patroni.switchover()).startedAt;
+      await waitUntil(60_000, async () => (await patroni.roleOf(to)) === 'primary');
+      const newLeaderAt = Date.now();
+      await patroni.waitWritable(60_000);
+      fault.until = Date.now();
+      writable();
+      const figure: FailoverFigure = {
+        action,
+        from: before.name,
+        to: to.name,
+        at: fault.at,
+        newLeaderAt,
+        writableAfterMs: fault.until - fault.at,
+        firstClaimAfterMs: null,
+        healthyAfterMs: 0,
+      };
+      if (action === 'leaderKill') await patroni.restartNode(before);
+      await patroni.waitHealthy(120_000);
+      figure.healthyAfterMs = Date.now() - fault.at;
+      this.failovers.push(figure);
+      this.options.log(
+        `chaos: ${action} ${figure.from} -> ${figure.to}: writable after ${figure.writableAfterMs} ms, healthy after ${figure.healthyAfterMs} ms`,
+      );
+    })()
+      .catch((error: unknown) => {
+        fault.until ??= Date.now();
+        this.options.log(`chaos: ${action} failed: ${String(error)}`);
+      })
+      .finally(() => {
+        writable();
+        this.restarting = undefined;
+      });
+    await becameWritable;
+  }
+
   private async inject(action: string, target: WorkerSlot | undefined, holdMs: number): Promise<void> {
     const cluster = this.cluster;
     switch (action) {
+      case 'leaderKill':
+      case 'switchover': {
+        await this.failOver(action);
+        return;
+      }
       case 'kill': {
         if (!target?.child) return;
         this.faults.push({ type: 'kill', at: Date.now(), pid: target.pid });
@@ -763,6 +924,30 @@ class ChaosRun {
     }
     if (process.env.DOCKET_CHAOS_KEEP !== '1') rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Polls `check` every 100 ms until true; throws after `timeoutMs`. */
+async function waitUntil(timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() >= deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Ms from a failover's start to the first claim on the new leader, by the claim instant the
+ * ledgers record (database clock). After a leader kill any claim at or after the kill was served
+ * by the new leader (the old one is dead); after a switchover, any claim at or after the new
+ * leader was seen as primary (the old one is demoted before the new one is promoted).
+ */
+function firstClaimAfter(failover: FailoverFigure, entries: LedgerEntry[]): number | null {
+  const from = failover.action === 'leaderKill' ? failover.at : failover.newLeaderAt;
+  let first = Number.POSITIVE_INFINITY;
+  for (const entry of entries) {
+    if (entry.e === 'start' && entry.c !== undefined && entry.c >= from && entry.c < first) first = entry.c;
+  }
+  return Number.isFinite(first) ? first - failover.at : null;
 }
 
 function countBy(values: string[]): Record<string, number> {

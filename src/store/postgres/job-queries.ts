@@ -43,6 +43,7 @@ import {
   intervalMs,
   kindAllowed,
   NOW,
+  ownerMatches,
   parkInsert,
   pendingTriplesCte,
   pinned,
@@ -200,12 +201,12 @@ export class PostgresJobQueries {
     return result.rows[0]!.ids;
   }
 
-  /** Extends each lease still held; null for a stale token or a lease that already lapsed. */
+  /** Extends each lease still held; null for a stale token or owner, or a lease that already lapsed. */
   async heartbeatMany(db: Queryable, params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
     const out: (Date | null)[] = params.leases.map(() => null);
     const valid = params.leases.flatMap((lease, index) => {
       const id = sqlJobId(lease.id);
-      return id === null ? [] : [{ id, token: lease.token, index }];
+      return id === null ? [] : [{ id, token: lease.token, owner: lease.leaseOwner ?? null, index }];
     });
     if (valid.length === 0) return out;
     const result = await db.query<{ ord: string; lease_until: Date }>(this.sql.heartbeatMany, [
@@ -213,23 +214,25 @@ export class PostgresJobQueries {
       valid.map((lease) => lease.id),
       valid.map((lease) => lease.token),
       params.leaseMs,
+      valid.map((lease) => lease.owner),
     ]);
     for (const row of result.rows) out[valid[Number(row.ord) - 1]!.index] = row.lease_until;
     return out;
   }
 
-  /** Marks each job done whose token is current; `stale` for the rest. */
+  /** Marks each job done whose token and owner are current; `stale` for the rest. */
   async completeMany(db: Queryable, params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
     const out: CompleteOutcome[] = params.leases.map(() => 'stale');
     const valid = params.leases.flatMap((lease, index) => {
       const id = sqlJobId(lease.id);
-      return id === null ? [] : [{ id, token: lease.token, index }];
+      return id === null ? [] : [{ id, token: lease.token, owner: lease.leaseOwner ?? null, index }];
     });
     if (valid.length === 0) return out;
     const result = await db.query<{ ord: string }>(this.sql.completeMany, [
       pinned(params.now),
       valid.map((lease) => lease.id),
       valid.map((lease) => lease.token),
+      valid.map((lease) => lease.owner),
     ]);
     for (const row of result.rows) out[valid[Number(row.ord) - 1]!.index] = 'done';
     return out;
@@ -240,6 +243,7 @@ export class PostgresJobQueries {
     const id = sqlJobId(params.id);
     if (id === null) return { outcome: 'stale' };
     const errorParams = [params.error.message, params.error.kind, params.error.detail ?? null];
+    const owner = params.leaseOwner ?? null;
     if (params.decision.kind === 'retry') {
       const result = await db.query<{ run_at: Date }>(this.sql.failRetry, [
         pinned(params.now),
@@ -247,11 +251,12 @@ export class PostgresJobQueries {
         params.token,
         ...errorParams,
         params.decision.delayMs,
+        owner,
       ]);
       const row = result.rows[0];
       return row ? { outcome: 'retry', runAt: row.run_at } : { outcome: 'stale' };
     }
-    const result = await db.query(this.sql.failPark, [pinned(params.now), id, params.token, ...errorParams]);
+    const result = await db.query(this.sql.failPark, [pinned(params.now), id, params.token, ...errorParams, owner]);
     return result.rowCount === 1 ? { outcome: 'parked' } : { outcome: 'stale' };
   }
 
@@ -259,7 +264,11 @@ export class PostgresJobQueries {
   async release(db: Queryable, params: JobReleaseParams): Promise<ReleaseOutcome> {
     const id = sqlJobId(params.id);
     if (id === null) return 'stale';
-    const result = await db.query<{ released: string }>(this.sql.release, [id, params.token]);
+    const result = await db.query<{ released: string }>(this.sql.release, [
+      id,
+      params.token,
+      params.leaseOwner ?? null,
+    ]);
     return Number(result.rows[0]!.released) === 1 ? 'released' : 'stale';
   }
 
@@ -536,47 +545,52 @@ function buildSql(s: string, channel: string) {
              (SELECT array_agg(nextval('${s}.jobs_id_seq')::text ORDER BY n) FROM generate_series(1, $1::int) AS n) AS ids`,
 
     /**
-     * heartbeatMany: extends each lease that is still ours and still live.
-     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 lease ms.
+     * heartbeatMany: extends each lease that is still ours (token and owner) and still live.
+     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 lease ms, $5 owners text[] (an element
+     *   NULL = fenced by the token alone).
      * Result: ord (1-based input position) and the new lease_until for each extended lease only.
      */
     heartbeatMany: `
       UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$4')}
-      FROM unnest($2::bigint[], $3::int[]) WITH ORDINALITY AS l(id, token, ord)
-      WHERE j.id = l.id AND j.token = l.token AND j.state = 'running' AND j.lease_until > ${NOW}
+      FROM unnest($2::bigint[], $3::int[], $5::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
+      WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')}
+        AND j.state = 'running' AND j.lease_until > ${NOW}
       RETURNING l.ord, j.lease_until`,
 
     /**
-     * completeMany: marks jobs done, each fenced by its own token.
-     * Params: $1 now?, $2 ids bigint[], $3 tokens int[].
+     * completeMany: marks jobs done, each fenced by its own token and owner.
+     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
+     *   fenced by the token alone).
      * Result: ord (1-based input position) of each accepted completion.
      */
     completeMany: `
       UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
-      FROM unnest($2::bigint[], $3::int[]) WITH ORDINALITY AS l(id, token, ord)
-      WHERE j.id = l.id AND j.token = l.token AND j.state = 'running'
+      FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
+      WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running'
       RETURNING l.ord`,
 
     /**
      * failRetry: records the error and reschedules the job at now + delay.
-     * Params: $1 now?, $2 id, $3 token, $4 message, $5 kind, $6 detail?, $7 delay ms.
-     * Result: the new run_at, or no row when the token is stale or the job is not running.
+     * Params: $1 now?, $2 id, $3 token, $4 message, $5 kind, $6 detail?, $7 delay ms, $8 owner?.
+     * Result: the new run_at, or no row when the token or owner is stale or the job is not running.
      */
     failRetry: `
       UPDATE ${jobs} j
       SET state = 'pending', run_at = ${NOW} + ${ms('$7')}, lease_until = NULL,
           errors = j.errors || jsonb_build_array(${errorEntry('j.attempts', '$4::text', '$5::text', '$6::text')})
-      WHERE j.id = $2 AND j.token = $3 AND j.state = 'running'
+      WHERE j.id = $2 AND j.token = $3 AND ${ownerMatches('$8::text')} AND j.state = 'running'
       RETURNING j.run_at`,
 
     /**
      * failPark: records the error and moves the job to dead_jobs.
-     * Params: $1 now?, $2 id, $3 token, $4 message, $5 kind, $6 detail?.
-     * Result: the parked id, or no row when the token is stale or the job is not running.
+     * Params: $1 now?, $2 id, $3 token, $4 message, $5 kind, $6 detail?, $7 owner?.
+     * Result: the parked id, or no row when the token or owner is stale or the job is not running.
      */
     failPark: `
       WITH moved AS (
-        DELETE FROM ${jobs} j WHERE j.id = $2 AND j.token = $3 AND j.state = 'running' RETURNING j.*
+        DELETE FROM ${jobs} j
+        WHERE j.id = $2 AND j.token = $3 AND ${ownerMatches('$7::text')} AND j.state = 'running'
+        RETURNING j.*
       )
       ${parkInsert(dead, 'moved', `m.errors || jsonb_build_array(${errorEntry('m.attempts', '$4::text', '$5::text', '$6::text')})`)}
       RETURNING id`,
@@ -584,13 +598,13 @@ function buildSql(s: string, channel: string) {
     /**
      * release: gives a lease back; the job is pending and due at once (run_at is already past),
      * its attempt uncounted. Wakes listeners so another worker picks it up without a poll.
-     * Params: $1 id, $2 token (no time: release does not move run_at).
-     * Result: released = 1 when it was ours, else 0.
+     * Params: $1 id, $2 token, $3 owner? (no time: release does not move run_at).
+     * Result: released = 1 when it was ours (token and owner), else 0.
      */
     release: `
       WITH released AS (
         UPDATE ${jobs} j SET state = 'pending', lease_until = NULL, attempts = greatest(j.attempts - 1, 0)
-        WHERE j.id = $1 AND j.token = $2 AND j.state = 'running'
+        WHERE j.id = $1 AND j.token = $2 AND ${ownerMatches('$3::text')} AND j.state = 'running'
         RETURNING j.run_at
       ),
       wake AS (

@@ -403,7 +403,7 @@ export class PostgresStore implements Store {
     const [leaseUntil] = await this.queries.heartbeatMany(this.pool, {
       now: params.now,
       leaseMs: params.leaseMs,
-      leases: [{ id: params.id, token: params.token }],
+      leases: [{ id: params.id, token: params.token, leaseOwner: params.leaseOwner }],
     });
     return leaseUntil ?? null;
   }
@@ -420,7 +420,7 @@ export class PostgresStore implements Store {
    * transition answers `done`: their writes must commit with exactly one accepted completion.
    */
   async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
-    const leases = [{ id: params.id, token: params.token }];
+    const leases = [{ id: params.id, token: params.token, leaseOwner: params.leaseOwner }];
     if (params.transaction !== undefined) {
       const client = callerTransaction(params.transaction, 'jobComplete');
       const [outcome] = await this.queries.completeMany(client, { now: params.now, leases });

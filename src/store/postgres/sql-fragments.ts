@@ -88,3 +88,13 @@ export function intervalMs(param: string): string {
 export function queueNotPaused(queuesTable: string, queue: string): string {
   return `NOT EXISTS (SELECT 1 FROM ${queuesTable} pq WHERE pq.name = ${queue} AND pq.paused)`;
 }
+
+/**
+ * The owner half of the fence on the jobs row `j`: true when `owner` (an SQL text expression) is
+ * NULL (a caller fencing by token alone) or names the claim that holds the row. With the token
+ * check it makes a write unrepeatable: a promoted standby that lost the last commits can re-issue
+ * a token number, never the random owner of a claim it did not see.
+ */
+export function ownerMatches(owner: string): string {
+  return `(${owner} IS NULL OR j.lease_owner = ${owner})`;
+}

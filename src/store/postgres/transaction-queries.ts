@@ -20,7 +20,7 @@ import { ConfigurationError } from '../../job/errors.js';
 import type { JobLease } from '../store.js';
 import { sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
-import type { Queryable } from './sql-fragments.js';
+import { ownerMatches, type Queryable } from './sql-fragments.js';
 
 /** What a `pg` client reports about its session (`getTransactionStatus`, pg ≥ 8.9): `T` inside a block. */
 type TransactionStatus = 'I' | 'T' | 'E' | null;
@@ -80,15 +80,15 @@ export class PostgresTransactionQueries {
     const jobs = `${quoteIdentifier(schemaName)}.jobs`;
     this.sql = {
       /**
-       * doneWithToken: which of these leases name a job already done under that very token, i.e.
-       * a completion of that claim was accepted earlier.
-       * Params: $1 ids bigint[], $2 tokens int[].
+       * doneWithToken: which of these leases name a job already done under that very token and
+       * owner, i.e. a completion of that claim was accepted earlier.
+       * Params: $1 ids bigint[], $2 tokens int[], $3 owners text[] (an element NULL = token alone).
        * Result: ord (1-based input position) of each such lease. Primary-key lookups only.
        */
       doneWithToken: `
         SELECT l.ord
-        FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS l(id, token, ord)
-        JOIN ${jobs} j ON j.id = l.id AND j.token = l.token AND j.state = 'done'`,
+        FROM unnest($1::bigint[], $2::int[], $3::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
+        JOIN ${jobs} j ON j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'done'`,
     };
   }
 
@@ -105,12 +105,13 @@ export class PostgresTransactionQueries {
     const stale = leases.flatMap((lease, index) => {
       if (outcomes[index] !== 'stale') return [];
       const id = sqlJobId(lease.id);
-      return id === null ? [] : [{ id, token: lease.token, index }];
+      return id === null ? [] : [{ id, token: lease.token, owner: lease.leaseOwner ?? null, index }];
     });
     if (stale.length === 0) return outcomes;
     const result = await db.query<{ ord: string }>(this.sql.doneWithToken, [
       stale.map((lease) => lease.id),
       stale.map((lease) => lease.token),
+      stale.map((lease) => lease.owner),
     ]);
     const out = [...outcomes];
     for (const row of result.rows) out[stale[Number(row.ord) - 1]!.index] = 'done';

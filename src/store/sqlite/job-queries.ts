@@ -123,44 +123,51 @@ export const JOB_PARK = `
 export const JOB_DELETE = `DELETE FROM jobs WHERE id = :id`;
 
 /**
- * Extends a live lease. Fenced: the token must be current, the job running and its lease not yet
- * lapsed (a lapsed lease may already be promised to the next claimer).
- * Parameters: :id, :token, :now, :lease_until. Result: { lease_until } or nothing when stale.
- * PostgreSQL: the same fence, batched over unnest(ids, tokens) in heartbeatMany, with the new
+ * The owner half of every fence: :owner NULL (a caller fencing by token alone) or the claim's own
+ * lease owner. With the token it makes a write unrepeatable: a store restored without its last
+ * commits can re-issue a token number, never the random owner of a claim it did not see.
+ */
+const OWNER_MATCHES = `(:owner IS NULL OR lease_owner = :owner)`;
+
+/**
+ * Extends a live lease. Fenced: the token and owner must be current, the job running and its
+ * lease not yet lapsed (a lapsed lease may already be promised to the next claimer).
+ * Parameters: :id, :token, :owner, :now, :lease_until. Result: { lease_until } or nothing when stale.
+ * PostgreSQL: the same fence, batched over unnest(ids, tokens, owners) in heartbeatMany, with the new
  * lease computed in SQL (now() + interval).
  */
 export const JOB_HEARTBEAT = `
   UPDATE jobs SET lease_until = :lease_until
-  WHERE id = :id AND token = :token AND state = 'running' AND lease_until > :now
+  WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'running' AND lease_until > :now
   RETURNING lease_until`;
 
 /**
- * Accepts a completion. Fenced by token and state only: a lapsed lease that nobody re-claimed
- * still completes, exactly as in the reference model of docs/design.md.
- * Parameters: :id, :token, :now. Result: changes = 1 when done, 0 when stale.
- * PostgreSQL: the same fence, batched over unnest(ids, tokens) in completeMany.
+ * Accepts a completion. Fenced by token, owner and state only: a lapsed lease that nobody
+ * re-claimed still completes, exactly as in the reference model of docs/design.md.
+ * Parameters: :id, :token, :owner, :now. Result: changes = 1 when done, 0 when stale.
+ * PostgreSQL: the same fence, batched over unnest(ids, tokens, owners) in completeMany.
  */
 export const JOB_COMPLETE = `
   UPDATE jobs SET state = 'done', finished_at = :now, lease_until = NULL
-  WHERE id = :id AND token = :token AND state = 'running'`;
+  WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'running'`;
 
 /**
- * Tells a repeated completion from a refused one: the job is already done under this very token,
- * so an earlier completion of the same claim committed (its reply was lost). Read only after
- * JOB_COMPLETE changed nothing, inside the same write transaction.
- * Parameters: :id, :token. Result: a row when the completion was already accepted, else nothing.
+ * Tells a repeated completion from a refused one: the job is already done under this very token
+ * and owner, so an earlier completion of the same claim committed (its reply was lost). Read only
+ * after JOB_COMPLETE changed nothing, inside the same write transaction.
+ * Parameters: :id, :token, :owner. Result: a row when the completion was already accepted, else nothing.
  * PostgreSQL: the same read, batched for a whole completion batch (transaction-queries.ts).
  */
 export const JOB_DONE_WITH_TOKEN = `
-  SELECT 1 FROM jobs WHERE id = :id AND token = :token AND state = 'done'`;
+  SELECT 1 FROM jobs WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'done'`;
 
 /**
  * Reads the fenced row a failure applies to.
- * Parameters: :id, :token. Result: { attempts } or nothing when stale.
+ * Parameters: :id, :token, :owner. Result: { attempts } or nothing when stale.
  * PostgreSQL: the twin folds this into the UPDATE with a CTE.
  */
 export const JOB_FIND_HELD = `
-  SELECT attempts FROM jobs WHERE id = :id AND token = :token AND state = 'running'`;
+  SELECT attempts FROM jobs WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'running'`;
 
 /**
  * Applies a retry decision: pending again at :run_at, lease cleared, the attempt's error appended.
@@ -177,13 +184,13 @@ export const JOB_RETRY = `
  * Gives a lease back: pending, due at once, lease cleared, the attempt not counted. Fenced.
  * run_at is kept (it was due to be claimed, so it is already at or before now): the job keeps
  * its place in claim order instead of queueing behind jobs that were due after it.
- * Parameters: :id, :token, :now. Result: changes = 1 when released, 0 when stale.
+ * Parameters: :id, :token, :owner, :now. Result: changes = 1 when released, 0 when stale.
  * PostgreSQL: release leaves run_at as it is (a running job's run_at is already at or before
  * now), floors attempts at 0 and sends its NOTIFY in the same statement.
  */
 export const JOB_RELEASE = `
   UPDATE jobs SET state = 'pending', run_at = MIN(run_at, :now), lease_until = NULL, attempts = attempts - 1
-  WHERE id = :id AND token = :token AND state = 'running'`;
+  WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'running'`;
 
 /**
  * Gives back every lease still held under one claim's owner, like JOB_RELEASE.
@@ -366,7 +373,7 @@ function prepareJobStatements(db: Database.Database) {
     delete: db.prepare(JOB_DELETE),
     heartbeat: db.prepare<Record<string, unknown>, { lease_until: number }>(JOB_HEARTBEAT),
     complete: db.prepare(JOB_COMPLETE),
-    doneWithToken: db.prepare<{ id: number; token: number }>(JOB_DONE_WITH_TOKEN),
+    doneWithToken: db.prepare<{ id: number; token: number; owner: string | null }>(JOB_DONE_WITH_TOKEN),
     findHeld: db.prepare<Record<string, unknown>, { attempts: number }>(JOB_FIND_HELD),
     retry: db.prepare(JOB_RETRY),
     release: db.prepare(JOB_RELEASE),
@@ -470,26 +477,32 @@ export class SqliteJobQueries {
     this.stmt.delete.run({ id });
   }
 
-  /** Extends a lease still held; null for a bad id, a stale token or a lapsed lease. */
+  /** Extends a lease still held; null for a bad id, a stale token or owner, or a lapsed lease. */
   heartbeat(lease: JobLease, leaseMs: number, nowMs: number): Date | null {
     const id = parseJobId(lease.id);
     if (id === null) return null;
-    const row = this.stmt.heartbeat.get({ id, token: lease.token, now: nowMs, lease_until: nowMs + leaseMs });
+    const owner = lease.leaseOwner ?? null;
+    const row = this.stmt.heartbeat.get({ id, token: lease.token, owner, now: nowMs, lease_until: nowMs + leaseMs });
     return row ? new Date(row.lease_until) : null;
   }
 
-  /** Completes a held job; `done` also when it is already done under this token (a lost reply). */
+  /** Completes a held job; `done` also when it is already done under this token and owner (a lost reply). */
   complete(lease: JobLease, nowMs: number): CompleteOutcome {
     const id = parseJobId(lease.id);
     if (id === null) return 'stale';
-    if (this.stmt.complete.run({ id, token: lease.token, now: nowMs }).changes === 1) return 'done';
-    // Already done under this token: our earlier completion committed and only its reply was lost.
-    return this.stmt.doneWithToken.get({ id, token: lease.token }) === undefined ? 'stale' : 'done';
+    const owner = lease.leaseOwner ?? null;
+    if (this.stmt.complete.run({ id, token: lease.token, owner, now: nowMs }).changes === 1) return 'done';
+    // Already done under this token and owner: our earlier completion committed and only its reply was lost.
+    return this.stmt.doneWithToken.get({ id, token: lease.token, owner }) === undefined ? 'stale' : 'done';
   }
 
   /** Records the attempt's error and applies the caller's decision (retry or park). */
-  fail(id: number, params: Pick<JobFailParams, 'token' | 'error' | 'decision'>, nowMs: number): FailOutcome {
-    const held = this.stmt.findHeld.get({ id, token: params.token });
+  fail(
+    id: number,
+    params: Pick<JobFailParams, 'token' | 'leaseOwner' | 'error' | 'decision'>,
+    nowMs: number,
+  ): FailOutcome {
+    const held = this.stmt.findHeld.get({ id, token: params.token, owner: params.leaseOwner ?? null });
     if (!held) return { outcome: 'stale' };
     const entry = {
       attempt: held.attempts,
@@ -508,9 +521,9 @@ export class SqliteJobQueries {
     return { outcome: 'retry', runAt: new Date(runAtMs) };
   }
 
-  /** Gives a held lease back; true when it was ours. */
-  release(id: number, token: number, nowMs: number): boolean {
-    return this.stmt.release.run({ id, token, now: nowMs }).changes === 1;
+  /** Gives a held lease back; true when it was ours (token and owner). */
+  release(id: number, lease: Pick<JobLease, 'token' | 'leaseOwner'>, nowMs: number): boolean {
+    return this.stmt.release.run({ id, token: lease.token, owner: lease.leaseOwner ?? null, now: nowMs }).changes === 1;
   }
 
   /** Gives back every lease held under `owner`; returns how many. */

@@ -340,7 +340,7 @@ export class SqliteStore implements Store {
     if (id === null) return 'stale';
     const { released, nowMs } = this.write(() => {
       const nowMs = this.clock(params.now);
-      return { released: this.jobs.release(id, params.token, nowMs), nowMs };
+      return { released: this.jobs.release(id, params, nowMs), nowMs };
     });
     if (!released) return 'stale';
     // Due at once (its run_at is at or before now), so the wake-up says now.
