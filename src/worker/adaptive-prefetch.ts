@@ -73,10 +73,11 @@ export class AdaptivePrefetch {
     const now = this.clock.monotonic();
     const age = now - this.bucketStart;
     if (age < RATE_BUCKET_MS) return;
-    // A bucket older than two lengths is stale: the rate restarts from what happens next.
-    const stale = age >= 2 * RATE_BUCKET_MS;
-    this.settledInLastBucket = stale ? 0 : this.settledInBucket;
-    this.lastBucketMs = stale ? 0 : age;
+    // A bucket closes at the first event after its length, over its true age: a quiet spell makes
+    // one long bucket with few settles (a low rate, no buffer) instead of being forgotten, so the
+    // first settles after it, all in a brand-new bucket, never read as a burst.
+    this.settledInLastBucket = this.settledInBucket;
+    this.lastBucketMs = age;
     this.settledInBucket = 0;
     this.bucketStart = now;
   }

@@ -60,14 +60,34 @@ describe('AdaptivePrefetch', () => {
     expect(prefetch.current()).toBe(0);
   });
 
-  it('forgets an old rate: after a quiet spell it starts again from what happens next', () => {
+  it('forgets an old rate: a quiet spell reads as a low rate, and the first settles after it as no burst', () => {
     const clock = new ManualClock(0);
     const prefetch = new AdaptivePrefetch(clock);
     settleOver(clock, prefetch, 4000, 1000);
     prefetch.claimAnswered(10, 10);
     expect(prefetch.current()).toBeGreaterThan(100);
     clock.advance(10_000);
-    expect(prefetch.ratePerSecond()).toBe(0);
+    expect(prefetch.ratePerSecond()).toBeLessThan(1);
+    expect(prefetch.current()).toBe(0);
+    // Two slow handlers settle together after the quiet spell (a worker started late, say):
+    // they open a new bucket, and the rate is still the closed bucket's, not 2 per no time at all.
+    prefetch.settled();
+    prefetch.settled();
+    expect(prefetch.current()).toBe(0);
+  });
+
+  it('reads the first settles of a worker started long after it was made as the slow rate they are', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    // Made, then started 1.5 s later; two slots of 700 ms handlers.
+    clock.advance(1500 + 700);
+    prefetch.settled();
+    prefetch.settled();
+    prefetch.claimAnswered(2, 2);
+    expect(prefetch.current()).toBe(0);
+    clock.advance(700);
+    prefetch.settled();
+    prefetch.settled();
     expect(prefetch.current()).toBe(0);
   });
 });
