@@ -62,7 +62,9 @@ export const claimRequestSchema = z.strictObject({
     .min(1)
     .max(200)
     .superRefine(storableText)
-    .describe('Stored as the lease owner and listed in the worker registry; use something that names the process.'),
+    .describe(
+      "Listed in the worker registry and stored in each claimed job's lease owner, `<workerId>/<random>` (drawn per claim); use something that names the process.",
+    ),
   queues: z
     .array(
       z
@@ -251,7 +253,12 @@ export function remoteWorkerRoutes(
       // The client has gone: a claim now would lease jobs nobody will run until their lease lapses.
       if (signal.aborted) return c.json({ jobs: [] });
       await register(body);
-      const jobs = await store.jobClaim({ owner: body.workerId, limit: body.limit, leaseMs: body.leaseMs, ...filter });
+      // Each claim leases under its own owner, `<workerId>/<64 random bits>`, as a Node worker's
+      // claims do: fenced writes match the owner as well as the token, and receipts bind it, so a
+      // token number handed out again (a promoted standby that never saw this claim) cannot
+      // validate this claim's late writes even when the same workerId claims it.
+      const owner = `${body.workerId}/${randomBytes(8).toString('hex')}`;
+      const jobs = await store.jobClaim({ owner, limit: body.limit, leaseMs: body.leaseMs, ...filter });
       if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
         for (const job of jobs) {
           bounded(leases);
@@ -287,7 +294,7 @@ export function remoteWorkerRoutes(
       throw stale('heartbeat');
     }
     // A worker busy with a long job claims nothing meanwhile; its heartbeats keep it listed.
-    const lastClaim = job?.leaseOwner ? lastClaims.get(job.leaseOwner) : undefined;
+    const lastClaim = job?.leaseOwner ? lastClaims.get(workerIdOfOwner(job.leaseOwner)) : undefined;
     if (lastClaim) await register(lastClaim);
     return c.json({ leaseUntil: leaseUntil.toISOString() });
   });
@@ -357,4 +364,10 @@ export function remoteWorkerRoutes(
   });
 
   return { routes, close: () => waiter.close() };
+}
+
+/** The workerId part of a remote claim's lease owner (`<workerId>/<random>`). */
+export function workerIdOfOwner(owner: string): string {
+  const slash = owner.lastIndexOf('/');
+  return slash > 0 ? owner.slice(0, slash) : owner;
 }

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeKinds } from '../support/stores.js';
+import { POSTGRES_URL, storeKinds, type TestDatabase } from '../support/stores.js';
 import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 
 interface RemoteJob {
@@ -26,6 +28,32 @@ async function claimsWaiting(t: TestServer, count: number): Promise<void> {
   // Scrapes until the gauge shows it; the test's own timeout bounds the loop.
   while (!gauge.test((await t.call('GET', '/metrics')).body as string)) {
     await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Puts a running job back to pending with the token it had before its last claim, as a promoted
+ * standby that never received that claim (a lost WAL tail) holds it: the next claim then hands out
+ * the same token number again.
+ */
+async function forgetLastClaim(db: TestDatabase, id: string): Promise<void> {
+  const reset =
+    "SET state = 'pending', token = token - 1, attempts = attempts - 1, lease_owner = NULL, lease_until = NULL";
+  if (db.kind === 'sqlite') {
+    const sqlite = new Database(db.url.replace(/^sqlite:/, ''));
+    try {
+      sqlite.prepare(`UPDATE jobs ${reset} WHERE id = ?`).run(Number(id));
+    } finally {
+      sqlite.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`UPDATE ${db.schema}.jobs ${reset} WHERE id = $1`, [id]);
+  } finally {
+    await client.end();
   }
 }
 
@@ -93,7 +121,10 @@ for (const kind of storeKinds()) {
 
       expect((await b.heartbeat(second as RemoteJob, 30_000)).status).toBe(200);
       expect((await b.complete(second as RemoteJob)).body).toEqual({ outcome: 'done' });
-      expect((await t.call('GET', `/v1/jobs/${id}`)).body).toMatchObject({ state: 'done', leaseOwner: 'worker-b' });
+      expect((await t.call('GET', `/v1/jobs/${id}`)).body).toMatchObject({
+        state: 'done',
+        leaseOwner: expect.stringMatching(/^worker-b\/[0-9a-f]{16}$/),
+      });
 
       // A survives: it claims and completes the next job normally.
       await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: `lease-${kind}` } });
@@ -106,6 +137,25 @@ for (const kind of storeKinds()) {
       expect(metrics).toMatch(/docket_stale_results_total\{operation="complete"\} 1/);
       expect(metrics).toMatch(new RegExp(`docket_leases_expired_total\\{queue="lease-${kind}"\\} 1`));
       expect(metrics).toMatch(new RegExp(`docket_jobs_completed_total\\{queue="lease-${kind}"\\} 2`));
+    });
+
+    it('a token handed out again to the same workerId (a lost WAL tail) cannot validate the first claim', async () => {
+      const a = httpWorker(t.url, 'worker-a');
+      const submitted = await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: `wal-${kind}` } });
+      const { id } = submitted.body as { id: string };
+      const first = (await a.claim({ leaseMs: 30_000, queues: [`wal-${kind}`] })) as RemoteJob;
+      expect(first.id).toBe(id);
+      await forgetLastClaim(t.db, id);
+      const second = (await a.claim({ leaseMs: 30_000, queues: [`wal-${kind}`] })) as RemoteJob;
+      expect(second.id).toBe(id);
+      // The same job, the same token number, the same workerId: only the claim's own owner differs.
+      expect(second.token).toBe(first.token);
+      expect(second.receipt).not.toBe(first.receipt);
+      for (const late of [a.heartbeat(first, 30_000), a.fail(first), a.complete(first)]) {
+        expect((await late).status).toBe(409);
+      }
+      expect((await t.call('GET', `/v1/jobs/${id}`)).body).toMatchObject({ state: 'running', attempts: 1 });
+      expect((await a.complete(second)).body).toEqual({ outcome: 'done' });
     });
 
     it('a long-polling claim returns as soon as a job is submitted', async () => {
