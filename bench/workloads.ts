@@ -126,6 +126,41 @@ function checkExactlyOnce(run: RunRecord, recorder: StartRecorder): void {
   if (recorder.strays > 0) fail(run, `${recorder.strays} starts of jobs outside this run`);
 }
 
+/**
+ * The tail of a workload that submits over time: waits (up to `tailCapMs` after the last submit)
+ * for every job to start, then for none to be due, stops the workers, checks that each job ran
+ * once, and returns each job's start latency from `fromMs[i]`. A job that never started counts at
+ * the cap, so a timeout cannot look like low latency.
+ */
+async function finishTimedSubmits(
+  run: RunRecord,
+  workers: WorkerProcess[],
+  recorder: StartRecorder,
+  store: BenchStore,
+  times: { submitEnd: number; tailCapMs: number; fromMs: ArrayLike<number> },
+): Promise<number[]> {
+  const total = times.fromMs.length;
+  if (await recorder.waitFor(total, times.tailCapMs)) {
+    const left = await waitUntilNothingDue(store, 15_000);
+    if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+  } else {
+    fail(
+      run,
+      `only ${recorder.distinct} of ${total} jobs started within ${times.tailCapMs} ms of the last submit`,
+      'timeout',
+    );
+  }
+  await stopAll(run, workers);
+  checkExactlyOnce(run, recorder);
+  const latencies: number[] = [];
+  for (let i = 0; i < total; i += 1) {
+    const start = recorder.startMs[i]!;
+    const from = times.fromMs[i]!;
+    latencies.push(Number.isNaN(start) ? times.submitEnd + times.tailCapMs - from : start - from);
+  }
+  return latencies;
+}
+
 async function stopAll(run: RunRecord, workers: WorkerProcess[]): Promise<void> {
   const summaries = await Promise.all(workers.map((worker) => worker.stop()));
   run.rss = summaries.map(rssRecord);
@@ -233,26 +268,12 @@ export async function streamRun(
     run.metrics.submitOverrunMs = submitEnd - t0 - durationMs;
     run.metrics.meanBatch = total / inserts;
     const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
-    const allStarted = await recorder.waitFor(total, tailCapMs);
-    if (allStarted) {
-      const left = await waitUntilNothingDue(store, 15_000);
-      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
-    } else {
-      fail(
-        run,
-        `only ${recorder.distinct} of ${total} jobs started within ${tailCapMs} ms of the last submit`,
-        'timeout',
-      );
-    }
-    await stopAll(run, workers);
+    const latencies = await finishTimedSubmits(run, workers, recorder, store, {
+      submitEnd,
+      tailCapMs,
+      fromMs: submitAt,
+    });
     workers = [];
-    checkExactlyOnce(run, recorder);
-    const latencies: number[] = [];
-    for (let i = 0; i < total; i += 1) {
-      const start = recorder.startMs[i]!;
-      // A job that never started counts at the cap, so a timeout cannot look like low latency.
-      latencies.push(Number.isNaN(start) ? submitEnd + tailCapMs - submitAt[i]! : start - submitAt[i]!);
-    }
     const all = distribution(latencies);
     const tenth = Math.max(1, Math.floor(total / 10));
     const first = distribution(latencies.slice(0, tenth));
@@ -508,25 +529,12 @@ export async function singleSubmitLatencyRun(
     if (errors.length > 0) fail(run, `${errors.length} submits failed: ${errors[0]}`, 'error');
     run.metrics.offeredPerSec = total / ((submitEnd - t0) / 1000);
     const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
-    const allStarted = await recorder.waitFor(total, tailCapMs);
-    if (allStarted) {
-      const left = await waitUntilNothingDue(store, 15_000);
-      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
-    } else {
-      fail(
-        run,
-        `only ${recorder.distinct} of ${total} jobs started within ${tailCapMs} ms of the last submit`,
-        'timeout',
-      );
-    }
-    await stopAll(run, workers);
+    const latencies = await finishTimedSubmits(run, workers, recorder, store, {
+      submitEnd,
+      tailCapMs,
+      fromMs: scheduledAt,
+    });
     workers = [];
-    checkExactlyOnce(run, recorder);
-    const latencies: number[] = [];
-    for (let i = 0; i < total; i += 1) {
-      const start = recorder.startMs[i]!;
-      latencies.push(Number.isNaN(start) ? submitEnd + tailCapMs - scheduledAt[i]! : start - scheduledAt[i]!);
-    }
     Object.assign(run.metrics, prefixed('latency', distribution(latencies)), {
       started: recorder.distinct,
       peakRssMb: Math.max(0, ...run.rss.map((rss) => rss.peakMb)),

@@ -105,15 +105,7 @@ export class PostgresJobQueries {
       const specs = pending.map((index) => jobs[index]!);
       const values = [
         pinned(params.now),
-        specs.map((spec) => spec.kind),
-        specs.map((spec) => spec.queue),
-        specs.map((spec) => spec.payloadJson),
-        specs.map((spec) => spec.priority),
-        specs.map((spec) => spec.runAt),
-        specs.map((spec) => spec.delayMs),
-        specs.map((spec) => spec.maxAttempts),
-        specs.map((spec) => JSON.stringify(spec.retryPolicy)),
-        specs.map((spec) => spec.timeoutMs),
+        ...columnArrays(specs),
         specs.map((spec) => spec.idempotencyKey),
         specs.map((spec) => spec.scheduleId),
         specs.map((spec) => spec.scheduleSlot),
@@ -169,15 +161,7 @@ export class PostgresJobQueries {
       result = await db.query<{ id: string; run_at: Date }>(this.sql.insertWithIds, [
         pinned(params.now),
         ids,
-        specs.map((spec) => spec.kind),
-        specs.map((spec) => spec.queue),
-        specs.map((spec) => spec.payloadJson),
-        specs.map((spec) => spec.priority),
-        specs.map((spec) => spec.runAt),
-        specs.map((spec) => spec.delayMs),
-        specs.map((spec) => spec.maxAttempts),
-        specs.map((spec) => JSON.stringify(spec.retryPolicy)),
-        specs.map((spec) => spec.timeoutMs),
+        ...columnArrays(specs),
         specs.map((spec) => spec.scheduleId),
         specs.map((spec) => spec.scheduleSlot),
         wakeHorizonMs,
@@ -805,4 +789,22 @@ function buildSql(s: string, channel: string) {
       FROM counts c LEFT JOIN ${queues} q ON q.name = c.queue
       GROUP BY c.queue ORDER BY c.queue`,
   };
+}
+
+/**
+ * The per-job column arrays every submit statement takes, in its parameter order ($kind through
+ * $timeout_ms): one place, so the insert with reserved ids and the answering insert cannot drift.
+ */
+function columnArrays(specs: JobSubmitParams['jobs']): unknown[] {
+  return [
+    specs.map((spec) => spec.kind),
+    specs.map((spec) => spec.queue),
+    specs.map((spec) => spec.payloadJson),
+    specs.map((spec) => spec.priority),
+    specs.map((spec) => spec.runAt),
+    specs.map((spec) => spec.delayMs),
+    specs.map((spec) => spec.maxAttempts),
+    specs.map((spec) => JSON.stringify(spec.retryPolicy)),
+    specs.map((spec) => spec.timeoutMs),
+  ];
 }
