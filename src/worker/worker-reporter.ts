@@ -36,6 +36,14 @@ export function jobFields(job: ClaimedJob): Record<string, unknown> {
 /** Error-event operations that are not a store round trip: they say nothing about the connection. */
 const NON_STORE_OPERATIONS = new Set(['internal', 'dispatch']);
 
+/**
+ * After a logged recovery, store failures within this long are calls sent before it (stuck in the
+ * outage, answered only now), not a new outage: they are logged at debug and do not log the
+ * connection as lost again. Measured after a healed partition: such stragglers fail 25-330 ms
+ * after the first success. A real new outage keeps failing and is logged once this has passed.
+ */
+export const RECOVERY_SETTLE_MS = 1000;
+
 /** Counts, logs and emits on behalf of one worker. */
 export class WorkerReporter {
   /** Mutable counters; the worker's `stats` hands out copies. */
@@ -54,6 +62,8 @@ export class WorkerReporter {
   /** Whether the last store round trip this worker saw succeeded; flips are logged once each way. */
   private storeReachable = true;
   private storeLostAt = 0;
+  /** When the last recovery was logged (monotonic ms); -Infinity before any. */
+  private recoveredAt = Number.NEGATIVE_INFINITY;
   /** Operations whose failure was logged during the current outage: their retries log at debug. */
   private readonly failedDuringOutage = new Set<string>();
 
@@ -144,6 +154,14 @@ export class WorkerReporter {
   error(error: unknown, operation: string): void {
     this.counters.errors += 1;
     const storeOperation = !NON_STORE_OPERATIONS.has(operation);
+    if (storeOperation && this.storeReachable && this.clock.monotonic() - this.recoveredAt < RECOVERY_SETTLE_MS) {
+      this.logger.debug(
+        { operation, ...errorFields(error) },
+        `docket: ${operation} failed just after the store connection recovered (a call from the outage)`,
+      );
+      this.events.emit('error', { error, operation, workerId: this.workerId });
+      return;
+    }
     if (storeOperation && this.storeReachable) {
       this.storeReachable = false;
       this.storeLostAt = this.clock.monotonic();
@@ -166,6 +184,7 @@ export class WorkerReporter {
   storeAnswered(): void {
     if (this.storeReachable) return;
     this.storeReachable = true;
+    this.recoveredAt = this.clock.monotonic();
     this.failedDuringOutage.clear();
     this.logger.info(
       { downMs: Math.round(this.clock.monotonic() - this.storeLostAt) },
