@@ -7,13 +7,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docket } from '../../src/docket.js';
 import { inspectStore } from '../../src/store/open-store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { createTestDatabase, POSTGRES_URL, type StoreKind, storeKinds, type TestDatabase } from '../support/stores.js';
+import { createTestDatabase, runSqlScript, type StoreKind, storeKinds, type TestDatabase } from '../support/stores.js';
 import { describeRun, runDocketInProcess } from './run-docket.js';
 
 const LATEST: Record<StoreKind, number[]> = {
@@ -21,26 +20,6 @@ const LATEST: Record<StoreKind, number[]> = {
   postgres: POSTGRES_MIGRATIONS.map((m) => m.version),
   'postgres-pgbouncer': POSTGRES_MIGRATIONS.map((m) => m.version),
 };
-
-/** Runs a whole SQL script against the test database, as an operator would with sqlite3 or psql. */
-async function runScript(db: TestDatabase, script: string): Promise<void> {
-  if (db.kind === 'sqlite') {
-    const sqlite = new Database(db.url.replace(/^sqlite:/, ''));
-    try {
-      sqlite.exec(script);
-    } finally {
-      sqlite.close();
-    }
-    return;
-  }
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(script);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Whether the database exists at all: the SQLite file, or the PostgreSQL schema. */
 async function databaseExists(db: TestDatabase): Promise<boolean> {
@@ -97,7 +76,7 @@ describe.each(storeKinds())('docket migrate on %s', (kind) => {
     const db = await createTestDatabase(kind);
     try {
       const sql = await runDocketInProcess(['migrate', '--sql', '--db', db.url]);
-      await runScript(db, sql.stdout);
+      await runSqlScript(db, sql.stdout);
       const inspection = await inspectStore(db.url);
       expect(inspection.appliedVersions).toEqual(LATEST[kind]);
       const after = await runDocketInProcess(['migrate', '--dry-run', '--db', db.url]);

@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POSTGRES_URL, storeKinds, type TestDatabase } from '../support/stores.js';
+import { runSqlScript, storeKinds, type TestDatabase } from '../support/stores.js';
 import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 
 interface RemoteJob {
@@ -37,24 +35,12 @@ async function claimsWaiting(t: TestServer, count: number): Promise<void> {
  * the same token number again.
  */
 async function forgetLastClaim(db: TestDatabase, id: string): Promise<void> {
-  const reset =
-    "SET state = 'pending', token = token - 1, attempts = attempts - 1, lease_owner = NULL, lease_until = NULL";
-  if (db.kind === 'sqlite') {
-    const sqlite = new Database(db.url.replace(/^sqlite:/, ''));
-    try {
-      sqlite.prepare(`UPDATE jobs ${reset} WHERE id = ?`).run(Number(id));
-    } finally {
-      sqlite.close();
-    }
-    return;
-  }
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(`UPDATE ${db.schema}.jobs ${reset} WHERE id = $1`, [id]);
-  } finally {
-    await client.end();
-  }
+  const jobs = db.kind === 'sqlite' ? 'jobs' : `${db.schema}.jobs`;
+  await runSqlScript(
+    db,
+    `UPDATE ${jobs} SET state = 'pending', token = token - 1, attempts = attempts - 1, lease_owner = NULL,
+       lease_until = NULL WHERE id = ${Number(id)}`,
+  );
 }
 
 /** A remote worker that speaks only HTTP, as a Python or Go worker would. */

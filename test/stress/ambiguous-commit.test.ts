@@ -28,6 +28,14 @@ const spec = (idempotencyKey: string | null = null, queue = 'default') => ({
   scheduleSlot: null,
 });
 
+/** A proxy in front of the test PostgreSQL server that can cut a connection after COMMIT, and the URL through it. */
+async function commitCuttingProxy(): Promise<{ proxy: CommitCuttingProxy; url: string }> {
+  const target = new URL(POSTGRES_URL);
+  const proxy = new CommitCuttingProxy(target.hostname, Number(target.port || 5432));
+  target.host = `127.0.0.1:${await proxy.listen()}`;
+  return { proxy, url: target.toString() };
+}
+
 describe('ambiguous commits on PostgreSQL', () => {
   let db: TestDatabase;
   let proxy: CommitCuttingProxy;
@@ -37,11 +45,9 @@ describe('ambiguous commits on PostgreSQL', () => {
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
     direct = await db.open();
-    const target = new URL(POSTGRES_URL);
-    proxy = new CommitCuttingProxy(target.hostname, Number(target.port || 5432));
-    const port = await proxy.listen();
-    target.host = `127.0.0.1:${port}`;
-    viaProxy = await openStore(target.toString(), { schema: db.schema, poolSize: 1 });
+    let url: string;
+    ({ proxy, url } = await commitCuttingProxy());
+    viaProxy = await openStore(url, { schema: db.schema, poolSize: 1 });
   });
 
   afterAll(async () => {
@@ -122,10 +128,7 @@ describe('submits through a connection cut after COMMIT', () => {
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
     direct = await db.open();
-    const target = new URL(POSTGRES_URL);
-    proxy = new CommitCuttingProxy(target.hostname, Number(target.port || 5432));
-    target.host = `127.0.0.1:${await proxy.listen()}`;
-    proxiedUrl = target.toString();
+    ({ proxy, url: proxiedUrl } = await commitCuttingProxy());
     docket = await Docket.open({ url: proxiedUrl, schema: db.schema, poolSize: 2, random: seededRandom(13) });
   });
 

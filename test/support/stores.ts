@@ -124,3 +124,27 @@ export async function assertPostgresReachable(): Promise<void> {
     await client.end().catch(() => {});
   }
 }
+
+/**
+ * Runs a SQL script against a test database as an operator would with sqlite3 or psql: on the
+ * SQLite file, or on the PostgreSQL server (name the schema's tables qualified: no search_path).
+ */
+export async function runSqlScript(db: TestDatabase, script: string): Promise<void> {
+  if (db.kind === 'sqlite') {
+    const { default: Database } = await import('better-sqlite3');
+    const sqlite = new Database(db.url.replace(/^sqlite:/, ''));
+    try {
+      sqlite.exec(script);
+    } finally {
+      sqlite.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(script);
+  } finally {
+    await client.end();
+  }
+}
