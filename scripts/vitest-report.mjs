@@ -29,8 +29,12 @@ export function readVitestReport(path) {
       problem: `unreadable report ${path}: ${error}`,
     };
   }
+  // A file that failed with no failing test broke outside its tests: it did not load, or a hook
+  // (beforeAll) failed and its tests were reported skipped. Either way it counts as a failure.
   const brokenFiles = (result.testResults ?? [])
-    .filter((file) => file.status === 'failed' && (file.assertionResults?.length ?? 0) === 0)
+    .filter(
+      (file) => file.status === 'failed' && !(file.assertionResults ?? []).some((test) => test.status === 'failed'),
+    )
     .map((file) => ({ name: file.name, message: file.message ?? '' }));
   // Named so that CI's log says which test failed even when only its tail is kept.
   const failedTests = (result.testResults ?? []).flatMap((file) =>
