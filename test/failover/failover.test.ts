@@ -78,7 +78,7 @@ describe('failover on a Patroni cluster behind HAProxy (synchronous replication)
 
   beforeAll(async () => {
     cluster = await PatroniCluster.start(log);
-  }, 300_000);
+  }, 420_000);
 
   afterAll(async () => {
     await cluster?.stop();

@@ -151,8 +151,8 @@ export class PatroniCluster {
    */
   static async start(log: (line: string) => void = () => {}): Promise<PatroniCluster> {
     assertPatroniInstalled();
-    // One more try from scratch if the first bootstrap fails: it once timed out (60 s, 8 s
-    // alone) on a CI machine busy with the rest of the suite. This is the harness's own setup;
+    // One more try from scratch if the first bootstrap fails: it timed out (60 s; 8 s alone) on
+    // a CI machine busy with the rest of the suite. This is the harness's own setup;
     // nothing about Docket is retried, and a second failure fails the suite with Patroni's log.
     for (let attempt = 1; ; attempt += 1) {
       await assertPortsFree();
@@ -180,7 +180,7 @@ export class PatroniCluster {
     const [first, second] = this.nodes as [PatroniNode, PatroniNode];
     this.startPatroni(first);
     try {
-      await waitFor('node1 to bootstrap and lead', 60_000, async () => (await this.roleOf(first)) === 'primary');
+      await waitFor('node1 to bootstrap and lead', 120_000, async () => (await this.roleOf(first)) === 'primary');
     } catch (error) {
       // Say why: the tail of Patroni's own log (a failed initdb, a DCS it cannot reach) is the
       // diagnosis, and the temp dir holding it is removed on teardown.
