@@ -65,3 +65,36 @@ function relativeName(name) {
 export function closingLine(counts) {
   return `${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}`;
 }
+
+/**
+ * One vitest-shaped report out of several (the phases of run-tests.mjs). A phase that wrote no
+ * readable report becomes a failed file entry, so the merged report still counts it as a failure.
+ *
+ * @param {string[]} paths the phases' JSON reports
+ */
+export function mergeVitestReports(paths) {
+  const merged = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, testResults: [] };
+  for (const path of paths) {
+    let part;
+    try {
+      part = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : undefined;
+    } catch {
+      part = undefined;
+    }
+    if (!part) {
+      merged.testResults.push({
+        name: path,
+        status: 'failed',
+        message: `no usable report at ${path}`,
+        assertionResults: [],
+      });
+      continue;
+    }
+    merged.numPassedTests += part.numPassedTests ?? 0;
+    merged.numFailedTests += part.numFailedTests ?? 0;
+    merged.numPendingTests += part.numPendingTests ?? 0;
+    merged.numTodoTests += part.numTodoTests ?? 0;
+    merged.testResults.push(...(part.testResults ?? []));
+  }
+  return merged;
+}

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without types
-import { readVitestReport } from '../../scripts/vitest-report.mjs';
+import { mergeVitestReports, readVitestReport } from '../../scripts/vitest-report.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'docket-vitest-report-'));
 afterEach(() => rmSync(join(dir, 'report.json'), { force: true }));
@@ -48,5 +48,30 @@ describe('readVitestReport', () => {
       { numPassedTests: 0, numFailedTests: 1 },
     );
     expect(readVitestReport(path).failed).toBe(1);
+  });
+});
+
+describe('mergeVitestReports', () => {
+  it('sums the phases and counts a phase that wrote no report as a failure', () => {
+    const first = join(dir, 'first.json');
+    writeFileSync(
+      first,
+      JSON.stringify({
+        numPassedTests: 3,
+        numFailedTests: 1,
+        numPendingTests: 0,
+        testResults: [
+          { name: '/repo/a.test.ts', status: 'failed', assertionResults: [{ status: 'failed', title: 'x' }] },
+        ],
+      }),
+    );
+    const merged = mergeVitestReports([first, join(dir, 'never-written.json')]);
+    const path = join(dir, 'report.json');
+    writeFileSync(path, JSON.stringify(merged));
+    const counts = readVitestReport(path);
+    expect(counts.passed).toBe(3);
+    expect(counts.failed).toBe(2);
+    expect(counts.brokenFiles.map((file: { name: string }) => file.name)).toEqual([join(dir, 'never-written.json')]);
+    rmSync(first);
   });
 });
