@@ -48,11 +48,6 @@ export interface JobClaimerOptions {
   /** Handler slots with no job to run, neither running nor buffered (before claims in flight). */
   idleSlots(): number;
   /**
-   * Whether the worker holds no buffer beyond its free slots (no backlog, or `prefetch: 0`): claims
-   * then answer wake-ups, and a claim leaves room for the next one (see pump).
-   */
-  answeringWakeUps(): boolean;
-  /**
    * Receives every claimed job, synchronously after its claim returns (also while stopping);
    * `sentAt` is the clock's monotonic ms when the claim was sent, `limit` how many it asked for.
    */
@@ -99,6 +94,8 @@ export class JobClaimer {
   private generation = 0;
   /** The generation the latest claim was sent at. */
   private claimGeneration = -1;
+  /** Whether the last answered claim came back full: a backlog deeper than a claim is waiting. */
+  private lastClaimFull = false;
   private pumpHandle: NodeJS.Immediate | undefined;
   private pollTimer: ClockTimer | undefined;
   private wakeTimer: ClockTimer | undefined;
@@ -145,6 +142,7 @@ export class JobClaimer {
     this.maybeDue = true;
     this.nextRunAtStale = true;
     this.failures = 0;
+    this.lastClaimFull = false;
     await Promise.all([this.measureOffset(OFFSET_SAMPLES_AT_START), this.subscribe()]);
     this.schedulePoll();
     this.schedulePump();
@@ -227,8 +225,8 @@ export class JobClaimer {
   }
 
   /**
-   * Starts claims while jobs may be due and room is left. With no backlog (answeringWakeUps), each
-   * claim answers one wake-up: a second one goes out only for a hint that came after the first was
+   * Starts claims while jobs may be due and room is left. With no backlog (the last claim came
+   * back short), each claim answers one wake-up: a second one goes out only for a hint that came after the first was
    * sent, and the first leaves half the free slots unreserved for it. Otherwise a claim reserving
    * every free slot made the job of the next hint wait out the whole claim in flight, which found
    * nothing of it, before a claim could be sent at all: one more claim round trip, under load the
@@ -237,7 +235,8 @@ export class JobClaimer {
   private pump(): void {
     if (!this.running || this.backoffTimer) return;
     while (this.maybeDue && this.claims.size < this.options.maxConcurrentClaims) {
-      const answering = this.options.answeringWakeUps();
+      // On a backlog every claim takes all the room it can: halving them would double the claims.
+      const answering = !this.lastClaimFull;
       if (answering && this.claims.size > 0 && this.claimGeneration === this.generation) return;
       const free = this.options.freeSlots() - this.reserved;
       if (free <= 0) return;
@@ -287,6 +286,7 @@ export class JobClaimer {
     this.reserved -= limit;
     this.failures = 0;
     this.options.onClaimAnswered?.();
+    this.lastClaimFull = jobs.length >= limit;
     if (this.unanswered.size > 0) this.releaseUnanswered();
     if (jobs.length >= limit) this.maybeDue = true;
     else if (this.generation === generation) this.maybeDue = false;

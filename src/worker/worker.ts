@@ -162,7 +162,6 @@ export class Worker {
       },
       freeSlots: () => this.freeSlots(),
       idleSlots: () => this.idleSlots(),
-      answeringWakeUps: () => this.prefetch() === 0,
       onClaimed: (jobs, sentAt, limit) => this.onClaimed(jobs, sentAt, limit),
       onError,
       onClaimAnswered: () => this.report.storeAnswered(),
