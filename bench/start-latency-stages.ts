@@ -16,11 +16,12 @@ import { parseArgs } from 'node:util';
 import { Docket } from '../src/docket.js';
 import type { ClaimedJob } from '../src/job/job.js';
 import type { WorkerOptions } from '../src/worker/worker-options.js';
-import { databaseUrl, dropDatabase, recreateDatabase, wallNowMs } from './pg-admin.js';
+import { databaseUrl, dropDatabase, recreateDatabase, scratchName, wallNowMs } from './pg-admin.js';
 import { distribution } from './stats.js';
 
 const KIND = 'bench.noop';
-const DB = 'docket_bench_stages';
+// The parent's scratch name (its pid), passed to the child, so a concurrent bench run never drops it.
+const DB = process.env.STAGES_DB ?? scratchName('stages');
 const SCHEMA = 'docket';
 
 interface ChildReport {
@@ -89,7 +90,7 @@ async function main(): Promise<void> {
   await recreateDatabase(DB);
   const docket = await Docket.open({ url: databaseUrl(DB), schema: SCHEMA });
   const worker = fork(fileURLToPath(import.meta.url), ['--child'], {
-    env: { ...process.env, STAGES_WORKER: JSON.stringify(workerOptions) },
+    env: { ...process.env, STAGES_WORKER: JSON.stringify(workerOptions), STAGES_DB: DB },
     execArgv: process.execArgv,
   });
   const report = new Promise<ChildReport>((resolve) =>
