@@ -13,6 +13,7 @@
  * autovacuum off for the table, drains `--drained` of them the way workers do (claims of 500, each
  * followed by the fenced completion's UPDATE), then prints EXPLAIN (ANALYZE, BUFFERS) of the claim
  * at 10 and 510 jobs (each rolled back), before and after a VACUUM. The schema is dropped at the end.
+ * `--plans` prints each plan in full (with planning time), for the decision record.
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -23,6 +24,7 @@ const { values } = parseArgs({
   options: {
     jobs: { type: 'string', default: '100000' },
     drained: { type: 'string', default: '75000' },
+    plans: { type: 'boolean', default: false },
   },
 });
 const jobs = Number(values.jobs);
@@ -62,14 +64,16 @@ try {
     await admin.query('BEGIN');
     try {
       const plan = await admin.query<{ 'QUERY PLAN': string }>(
-        `EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, COSTS OFF) ${claims.claimSql}`,
+        `EXPLAIN (ANALYZE, BUFFERS, SUMMARY, TIMING OFF, COSTS OFF) ${claims.claimSql}`,
         claimParams(limit),
       );
+      if (values.plans) console.log(plan.rows.map((row) => `    ${row['QUERY PLAN']}`).join('\n'));
       const lines = plan.rows.map((row) => row['QUERY PLAN'].trim());
       const buffers = lines.find((line) => line.startsWith('Buffers:')) ?? '?';
       const hits = Number(/hit=(\d+)/.exec(buffers)?.[1] ?? Number.NaN);
       const time = lines.find((line) => line.startsWith('Execution Time')) ?? '?';
-      return `${buffers} (${(hits / limit).toFixed(1)} per job), ${time}`;
+      const planning = lines.find((line) => line.startsWith('Planning Time')) ?? '?';
+      return `${buffers} (${(hits / limit).toFixed(1)} per job), ${time}, ${planning}`;
     } finally {
       await admin.query('ROLLBACK');
     }

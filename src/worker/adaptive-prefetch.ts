@@ -14,6 +14,13 @@
  *   rate of settled handlers, capped at {@link AUTO_PREFETCH_MAX}: a buffered job starts within
  *   about that window, so a higher-priority job submitted later waits at most about as long
  *   behind the buffer, and slow handlers (a rate of a few per second) get no buffer at all.
+ * - The rate is the higher of the last closed bucket's and the current bucket's. The current one
+ *   counts as soon as it spans twice the longest time one of its handlers held a slot (and at least
+ *   {@link MIN_RATE_SPAN_MS}): a spike after a quiet spell, whose closed bucket reads near zero,
+ *   gets its buffer within milliseconds instead of after a whole bucket of claims sized to free
+ *   slots (10,000 jobs due at once took 0.8 s to start, most of it that ramp), while handlers
+ *   that were started together and settle together (slow ones after a quiet spell) are read over
+ *   at least twice their own duration, so their simultaneous settles never read as a burst.
  *
  * Pure policy on an injected clock: the worker reports settled handlers and claim answers.
  */
@@ -23,10 +30,13 @@ import type { Clock } from '../clock/clock.js';
 export const AUTO_PREFETCH_MAX = 500;
 /** A buffered job should start within about this long: the target buffer is the jobs finished in it. */
 export const AUTO_PREFETCH_WINDOW_MS = 250;
-/** The rate is that of the last full bucket of this length (of the current one until there is one). */
+/** Settles are counted in buckets of this length (the rate: see ratePerSecond). */
 const RATE_BUCKET_MS = 500;
-/** The current bucket's rate counts over at least this long, so its first few settles are no spike. */
-const MIN_RATE_SPAN_MS = 100;
+/**
+ * The current bucket's rate counts over at least this long (and twice the handlers' slot time), so
+ * its first few settles are no spike: 20 ms is under a tenth of the window.
+ */
+const MIN_RATE_SPAN_MS = 20;
 
 /** The automatic prefetch of one worker. */
 export class AdaptivePrefetch {
@@ -35,6 +45,8 @@ export class AdaptivePrefetch {
   private settledInBucket = 0;
   private settledInLastBucket = 0;
   private lastBucketMs = 0;
+  /** The longest any handler settled in the current bucket held its slot, ms. */
+  private longestHeldInBucketMs = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -44,10 +56,11 @@ export class AdaptivePrefetch {
     this.bucketStart = clock.monotonic();
   }
 
-  /** A handler settled (its slot is free again). */
-  settled(): void {
+  /** A handler settled (its slot is free again) after holding its slot `heldMs`. */
+  settled(heldMs: number): void {
     this.roll();
     this.settledInBucket += 1;
+    this.longestHeldInBucketMs = Math.max(this.longestHeldInBucketMs, heldMs);
   }
 
   /** A claim for `limit` jobs returned `claimed`: a full answer means more are due than it asked for. */
@@ -55,12 +68,15 @@ export class AdaptivePrefetch {
     this.backlogDeep = limit > 0 && claimed >= limit;
   }
 
-  /** Settled handlers per second: over the last full bucket, or the current one until there is one. */
+  /**
+   * Settled handlers per second: the higher of the last closed bucket's rate and the current
+   * bucket's, the current one read over at least twice the longest slot time of its handlers.
+   */
   ratePerSecond(): number {
     this.roll();
-    if (this.lastBucketMs > 0) return (this.settledInLastBucket * 1000) / this.lastBucketMs;
-    const span = Math.max(MIN_RATE_SPAN_MS, this.clock.monotonic() - this.bucketStart);
-    return (this.settledInBucket * 1000) / span;
+    const closed = this.lastBucketMs > 0 ? (this.settledInLastBucket * 1000) / this.lastBucketMs : 0;
+    const span = Math.max(MIN_RATE_SPAN_MS, 2 * this.longestHeldInBucketMs, this.clock.monotonic() - this.bucketStart);
+    return Math.max(closed, (this.settledInBucket * 1000) / span);
   }
 
   /** How many jobs to hold beyond the free slots now. */
@@ -79,6 +95,7 @@ export class AdaptivePrefetch {
     this.settledInLastBucket = this.settledInBucket;
     this.lastBucketMs = age;
     this.settledInBucket = 0;
+    this.longestHeldInBucketMs = 0;
     this.bucketStart = now;
   }
 }

@@ -32,8 +32,8 @@ export interface ExecutionRunnerDependencies {
   renewer: LeaseRenewer;
   /** Keeps an outcome write for shutdown to wait on (and errors from escaping). */
   track(write: Promise<void>): void;
-  /** A handler let go of its slot: start buffered jobs, claim again. */
-  onSlotFreed(): void;
+  /** A handler let go of its slot after holding it `heldMs`: start buffered jobs, claim again. */
+  onSlotFreed(heldMs: number): void;
 }
 
 /**
@@ -144,10 +144,10 @@ export class ExecutionRunner implements JobExecutionHooks {
   }
 
   /** {@link JobExecutionHooks.onSlotFreed}: one handler fewer holds a slot. */
-  onSlotFreed(): void {
+  onSlotFreed(execution: JobExecution): void {
     this.holdingSlots -= 1;
     if (this.holdingSlots === 0) this.handlersIdle?.();
-    this.deps.onSlotFreed();
+    this.deps.onSlotFreed(execution.elapsedMs());
   }
 
   /** {@link JobExecutionHooks.onFinished}: nothing more is written for `execution`; forget its lease. */

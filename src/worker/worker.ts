@@ -188,8 +188,8 @@ export class Worker {
       completer: this.completer,
       renewer: this.renewer,
       track: (write) => this.track(write),
-      onSlotFreed: () => {
-        this.autoPrefetch?.settled();
+      onSlotFreed: (heldMs) => {
+        this.autoPrefetch?.settled(heldMs);
         this.startBuffered();
         this.claimer.slotFreed();
       },

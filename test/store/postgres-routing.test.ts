@@ -14,6 +14,20 @@ import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/
 
 const T0 = new Date(100_000);
 
+/** One node of a JSON EXPLAIN plan: the fields the plan tests read, and its children. */
+interface PlanNode {
+  'Node Type'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: PlanNode[];
+}
+
+function flattenPlan(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(flattenPlan)];
+}
+
 function spec(input: SubmitInput) {
   return normalizeSubmit(input, () => 0);
 }
@@ -138,6 +152,54 @@ describe('PostgresStore: routing', () => {
     expect(await store.jobDueCountsByKind({ now: T0 })).toEqual([
       { queue: 'default', kind: 'foreign', count: 200_000 },
     ]);
+  });
+
+  it('starts the due range scan past the dead entries that claimed jobs leave at the head of the pending index', async () => {
+    const store = await open();
+    const s = `"${store.schema}"`;
+    await store.db.query(`ALTER TABLE ${s}.jobs SET (autovacuum_enabled = false)`);
+    await store.db.query(
+      `INSERT INTO ${s}.jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'k', 'default', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((30000 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(1, 30000) g`,
+      [T0],
+    );
+    await store.db.query(`VACUUM ANALYZE ${s}.jobs`);
+    // Claim and complete the 20,000 earliest: their entries stay dead at the head until VACUUM.
+    for (let drained = 0; drained < 20_000; drained += 1000) {
+      const jobs = await store.jobClaim({ owner: 'w', limit: 1000, leaseMs: 60_000, now: T0, kinds: ['k'] });
+      expect(jobs).toHaveLength(1000);
+      const outcomes = await store.jobCompleteMany({
+        now: T0,
+        leases: jobs.map((job) => ({ id: job.id, token: job.token, leaseOwner: job.leaseOwner })),
+      });
+      expect(outcomes.every((outcome) => outcome === 'done')).toBe(true);
+    }
+    const c = await client();
+    await c.query('BEGIN');
+    const result = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
+      [T0, 'w', 10, 1000, null, ['k'], []],
+    );
+    await c.query('ROLLBACK');
+    const nodes = flattenPlan(result.rows[0]!['QUERY PLAN'][0].Plan);
+    const rangeScan = nodes.find(
+      (node) => node['Index Name'] === 'jobs_pending_kind_claim_idx' && /run_at <=/.test(node['Index Cond'] ?? ''),
+    );
+    const probe = nodes.find(
+      (node) => node['Node Type'] === 'Index Only Scan' && node['Index Name'] === 'jobs_pending_kind_claim_idx',
+    );
+    const pages = (node: PlanNode | undefined) =>
+      (node?.['Shared Hit Blocks'] ?? 0) + (node?.['Shared Read Blocks'] ?? 0);
+    // The probe that finds the triple steps over the 20,000 dead entries (about 100 index pages);
+    // the range scan starts at the triple's first live entry and reads a page or two.
+    expect(pages(probe), 'the triple probe walks the dead head').toBeGreaterThan(50);
+    expect(rangeScan?.['Index Cond'], JSON.stringify(rangeScan)).toContain('first_run_at');
+    expect(pages(rangeScan), `range scan read ${pages(rangeScan)} pages`).toBeLessThan(10);
+    const claimed = await store.jobClaim({ owner: 'w', limit: 10, leaseMs: 1000, now: T0, kinds: ['k'] });
+    expect(claimed.map((job) => Number(job.id))).toEqual(claimed.map((_, i) => Number(claimed[0]!.id) + i));
+    expect(claimed[0]!.runAt.getTime()).toBe(T0.getTime() - (30_000 - 20_001));
   });
 
   it('migrates a version-2 schema holding live keyed jobs to per-(queue, kind) keys and the kind index', async () => {

@@ -7,11 +7,17 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
 import { AdaptivePrefetch, AUTO_PREFETCH_MAX, AUTO_PREFETCH_WINDOW_MS } from '../../src/worker/adaptive-prefetch.js';
 
-/** `count` handlers settling evenly over `ms` on `clock`. */
-function settleOver(clock: ManualClock, prefetch: AdaptivePrefetch, count: number, ms: number): void {
+/** `count` handlers settling evenly over `ms` on `clock`, each after `heldMs` in its slot (one slot: ms / count). */
+function settleOver(
+  clock: ManualClock,
+  prefetch: AdaptivePrefetch,
+  count: number,
+  ms: number,
+  heldMs = ms / count,
+): void {
   for (let i = 0; i < count; i += 1) {
     clock.advance(ms / count);
-    prefetch.settled();
+    prefetch.settled(heldMs);
   }
 }
 
@@ -55,7 +61,7 @@ describe('AdaptivePrefetch', () => {
     const clock = new ManualClock(0);
     const prefetch = new AdaptivePrefetch(clock);
     // Two slots, one-second handlers: two jobs per second.
-    settleOver(clock, prefetch, 2, 1000);
+    settleOver(clock, prefetch, 2, 1000, 1000);
     prefetch.claimAnswered(2, 2);
     expect(prefetch.current()).toBe(0);
   });
@@ -71,8 +77,8 @@ describe('AdaptivePrefetch', () => {
     expect(prefetch.current()).toBe(0);
     // Two slow handlers settle together after the quiet spell (a worker started late, say):
     // they open a new bucket, and the rate is still the closed bucket's, not 2 per no time at all.
-    prefetch.settled();
-    prefetch.settled();
+    prefetch.settled(1000);
+    prefetch.settled(1000);
     expect(prefetch.current()).toBe(0);
   });
 
@@ -81,13 +87,38 @@ describe('AdaptivePrefetch', () => {
     const prefetch = new AdaptivePrefetch(clock);
     // Made, then started 1.5 s later; two slots of 700 ms handlers.
     clock.advance(1500 + 700);
-    prefetch.settled();
-    prefetch.settled();
+    prefetch.settled(700);
+    prefetch.settled(700);
     prefetch.claimAnswered(2, 2);
     expect(prefetch.current()).toBe(0);
     clock.advance(700);
-    prefetch.settled();
-    prefetch.settled();
+    prefetch.settled(700);
+    prefetch.settled(700);
     expect(prefetch.current()).toBe(0);
+  });
+
+  it('gives a spike after a quiet spell its buffer within milliseconds when handlers are fast', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    clock.advance(10_000);
+    // The first claim (24 free slots) came back full; its no-op handlers settle within 2 ms.
+    prefetch.claimAnswered(24, 24);
+    settleOver(clock, prefetch, 24, 2, 0.05);
+    // Read over the 20 ms minimum span: 24 per 20 ms, 1,200/s, so 300 in the 250 ms window.
+    expect(prefetch.current()).toBe(Math.floor((24 * 1000 * AUTO_PREFETCH_WINDOW_MS) / 20 / 1000));
+    settleOver(clock, prefetch, 300, 18, 0.05);
+    expect(prefetch.current()).toBe(AUTO_PREFETCH_MAX);
+  });
+
+  it('reads handlers that settle together over twice their slot time, not as a burst', () => {
+    const clock = new ManualClock(0);
+    const prefetch = new AdaptivePrefetch(clock);
+    clock.advance(10_000);
+    prefetch.claimAnswered(24, 24);
+    // 24 slots of 200 ms handlers that started together and settle in the same millisecond:
+    // 120 per second, a buffer of 30, never 24 per no time at all.
+    settleOver(clock, prefetch, 24, 1, 200);
+    expect(prefetch.ratePerSecond()).toBeCloseTo(60, 0);
+    expect(prefetch.current()).toBeLessThanOrEqual(Math.floor((120 * AUTO_PREFETCH_WINDOW_MS) / 1000));
   });
 });

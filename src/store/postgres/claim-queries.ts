@@ -117,7 +117,7 @@ function buildClaimSql(s: string) {
         FROM triples p CROSS JOIN LATERAL (
           SELECT j.id, j.priority, j.run_at, j.schedule_id FROM ${jobs} j
           WHERE j.state = 'pending' AND j.queue = p.queue AND j.kind = p.kind AND j.priority = p.priority
-            AND j.run_at <= ${NOW}
+            AND (j.run_at, j.id) >= (p.first_run_at, p.first_id) AND j.run_at <= ${NOW}
           ORDER BY j.run_at, j.id
           LIMIT $3
           FOR UPDATE SKIP LOCKED
@@ -191,7 +191,9 @@ function buildClaimSql(s: string) {
      * Plan (docs/decisions/0006-kind-aware-claims.md): (1) loose index scan for the distinct
      * (queue, kind, priority) triples of pending jobs, less the kinds the claimer does not handle
      * and the paused queues (both filtered per triple, so neither a foreign kind's nor a paused
-     * queue's backlog is ever read); (2) per triple, a bounded range scan `run_at <= now` in
+     * queue's backlog is ever read); (2) per triple, a bounded range scan from the triple's first
+     * pending entry (found by step 1, so the dead entries of claimed jobs at the head of the range
+     * are stepped over once per claim, not twice; decision 0010) to `run_at <= now` in
      * (run_at, id) order on the same index, LIMIT $3, FOR UPDATE SKIP LOCKED, so future-dated rows
      * are never read and rows another claimer holds are skipped, not waited on; (3) lapsed leases
      * of allowed kinds from the small running index (`lease_until <= now`); (4) the best $3 of

@@ -673,17 +673,14 @@ function buildSql(s: string, channel: string) {
      * Params: $1 now?, $2 queues text[] (NULL = all), $3 kinds text[] (NULL = all), $4 excluded
      *   kinds text[] (empty = none).
      * Result: next_run_at, NULL when no live job exists. Index lookups only: one probe per
-     *   (queue, kind, priority) triple for pending jobs (loose scan), one more per allowed triple,
-     *   and the head of the running index.
+     *   (queue, kind, priority) triple for pending jobs (loose scan; the probe's first row is the
+     *   triple's earliest run_at), and the head of the running index.
      */
     nextRunAt: `
       WITH RECURSIVE ${pendingTriplesCte(jobs, '$2')},
       earliest AS MATERIALIZED (
         SELECT least(
-          (SELECT min(e.run_at) FROM triples p CROSS JOIN LATERAL (
-             SELECT j.run_at FROM ${jobs} j
-             WHERE j.state = 'pending' AND j.queue = p.queue AND j.kind = p.kind AND j.priority = p.priority
-             ORDER BY j.run_at LIMIT 1) e
+          (SELECT min(p.first_run_at) FROM triples p
            WHERE ${kindAllowed('p.kind', '$3', '$4')} AND ${notPaused('p.queue')}),
           (SELECT min(j.lease_until) FROM ${jobs} j
              WHERE j.state = 'running' AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))

@@ -46,18 +46,25 @@ export function epochMsText(expression: string): string {
  * the number of triples, not the number of rows (a million pending rows of one foreign kind cost
  * one probe). `queues` is the text[] parameter (NULL = all queues). Callers filter the triples
  * by kind and pause state before reading any of their rows.
+ *
+ * Each triple also carries its first pending job in index order, (first_run_at, first_id): the
+ * lowest (run_at, id) of that triple visible to the statement's snapshot. A claim's range scan
+ * starts there instead of at the head of the triple's index range, where the entries of every job
+ * claimed since the last VACUUM lie dead: the probe that found the triple has already stepped over
+ * them once, and at 250,000 pending behind 750,000 drained rows the second walk was half of a
+ * claim's 11,000 buffers (docs/decisions/0010-claim-dead-head.md).
  */
 export function pendingTriplesCte(jobs: string, queues: string): string {
-  return `triples(queue, kind, priority) AS (
-      (SELECT j.queue, j.kind, j.priority FROM ${jobs} j
+  return `triples(queue, kind, priority, first_run_at, first_id) AS (
+      (SELECT j.queue, j.kind, j.priority, j.run_at, j.id FROM ${jobs} j
         WHERE j.state = 'pending' AND (${queues}::text[] IS NULL OR j.queue = ANY(${queues}::text[]))
-        ORDER BY j.queue, j.kind, j.priority LIMIT 1)
+        ORDER BY j.queue, j.kind, j.priority, j.run_at, j.id LIMIT 1)
       UNION ALL
-      SELECT n.queue, n.kind, n.priority FROM triples p CROSS JOIN LATERAL (
-        SELECT j.queue, j.kind, j.priority FROM ${jobs} j
+      SELECT n.queue, n.kind, n.priority, n.run_at, n.id FROM triples p CROSS JOIN LATERAL (
+        SELECT j.queue, j.kind, j.priority, j.run_at, j.id FROM ${jobs} j
         WHERE j.state = 'pending' AND (j.queue, j.kind, j.priority) > (p.queue, p.kind, p.priority)
           AND (${queues}::text[] IS NULL OR j.queue = ANY(${queues}::text[]))
-        ORDER BY j.queue, j.kind, j.priority LIMIT 1) n
+        ORDER BY j.queue, j.kind, j.priority, j.run_at, j.id LIMIT 1) n
     )`;
 }
 
