@@ -33,7 +33,9 @@ import {
   planUpsert,
 } from '../schedule-plan.js';
 import type {
+  ActivityBucket,
   AtTime,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
@@ -41,10 +43,13 @@ import type {
   DeadLetterRetryParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
   JobCancelParams,
   JobClaimParams,
   JobCompleteManyParams,
   JobCompleteParams,
+  JobCountParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -54,7 +59,10 @@ import type {
   JobReleaseParams,
   JobReserveIdsParams,
   JobSubmitParams,
+  MatchCount,
   NextRunAtParams,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,
@@ -459,6 +467,23 @@ export class PostgresStore implements Store {
 
   jobGet(params: { id: string }): Promise<Job | null> {
     return this.queries.get(this.pool, params.id);
+  }
+
+  // TODO(dash-api): implemented in the next commits of this branch (contract committed first for shard-store).
+  queueCounts(_params?: QueueCountsParams): Promise<QueueCounts[]> {
+    return Promise.reject(new Error('queueCounts: not implemented yet'));
+  }
+
+  jobActivity(_params: JobActivityParams): Promise<ActivityBucket[]> {
+    return Promise.reject(new Error('jobActivity: not implemented yet'));
+  }
+
+  jobCountMatching(_params: JobCountParams): Promise<MatchCount> {
+    return Promise.reject(new Error('jobCountMatching: not implemented yet'));
+  }
+
+  jobBulkApply(_params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    return Promise.reject(new Error('jobBulkApply: not implemented yet'));
   }
 
   jobList(params: JobListParams): Promise<Job[]> {

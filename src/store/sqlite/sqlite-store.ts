@@ -42,7 +42,9 @@ import {
   planUpsert,
 } from '../schedule-plan.js';
 import type {
+  ActivityBucket,
   AtTime,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
@@ -50,10 +52,13 @@ import type {
   DeadLetterRetryParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
   JobCancelParams,
   JobClaimParams,
   JobCompleteManyParams,
   JobCompleteParams,
+  JobCountParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -63,7 +68,10 @@ import type {
   JobReleaseParams,
   JobReserveIdsParams,
   JobSubmitParams,
+  MatchCount,
   NextRunAtParams,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,
@@ -368,6 +376,23 @@ export class SqliteStore implements Store {
     if (id === null) return null;
     const row = this.read(() => this.jobs.get(id));
     return row ? rowToJob(row) : null;
+  }
+
+  // TODO(dash-api): implemented in the next commits of this branch (contract committed first for shard-store).
+  queueCounts(_params?: QueueCountsParams): Promise<QueueCounts[]> {
+    return Promise.reject(new Error('queueCounts: not implemented yet'));
+  }
+
+  jobActivity(_params: JobActivityParams): Promise<ActivityBucket[]> {
+    return Promise.reject(new Error('jobActivity: not implemented yet'));
+  }
+
+  jobCountMatching(_params: JobCountParams): Promise<MatchCount> {
+    return Promise.reject(new Error('jobCountMatching: not implemented yet'));
+  }
+
+  jobBulkApply(_params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    return Promise.reject(new Error('jobBulkApply: not implemented yet'));
   }
 
   async jobList(params: JobListParams): Promise<Job[]> {
