@@ -22,6 +22,7 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
+import { checkDeadLetterListParams, checkListParams } from '../dashboard-params.js';
 import { batchNeedsAtomicKeys } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import {
@@ -94,6 +95,7 @@ import {
   type ResolvedPostgresConnectionOptions,
   resolvePostgresConnectionOptions,
 } from './connection-options.js';
+import { PostgresDashboardQueries } from './dashboard-queries.js';
 import { PostgresJobQueries } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
@@ -233,6 +235,7 @@ export class PostgresStore implements Store {
   /** The LISTEN connection's settings; null when `listenUrl: false` (workers poll). */
   private readonly listenConnection: pg.ClientConfig | null;
   private readonly queries: PostgresJobQueries;
+  private readonly dashboard: PostgresDashboardQueries;
   private readonly claims: PostgresClaimQueries;
   private readonly schedules: PostgresScheduleQueries;
   private readonly transactions: PostgresTransactionQueries;
@@ -263,6 +266,7 @@ export class PostgresStore implements Store {
       reservableJobIds: true,
     });
     this.queries = new PostgresJobQueries(parts.schema);
+    this.dashboard = new PostgresDashboardQueries(parts.schema, wakeChannel(parts.schema));
     this.claims = new PostgresClaimQueries(parts.schema);
     this.schedules = new PostgresScheduleQueries(parts.schema, wakeChannel(parts.schema));
     this.transactions = new PostgresTransactionQueries(parts.schema);
@@ -469,25 +473,26 @@ export class PostgresStore implements Store {
     return this.queries.get(this.pool, params.id);
   }
 
-  // TODO(dash-api): implemented in the next commits of this branch (contract committed first for shard-store).
-  queueCounts(_params?: QueueCountsParams): Promise<QueueCounts[]> {
-    return Promise.reject(new Error('queueCounts: not implemented yet'));
+  async queueCounts(params: QueueCountsParams = {}): Promise<QueueCounts[]> {
+    return this.dashboard.queueCounts(this.pool, params.now, params.exactUpTo);
   }
 
-  jobActivity(_params: JobActivityParams): Promise<ActivityBucket[]> {
-    return Promise.reject(new Error('jobActivity: not implemented yet'));
+  async jobActivity(params: JobActivityParams): Promise<ActivityBucket[]> {
+    return this.dashboard.activity(this.pool, params);
   }
 
-  jobCountMatching(_params: JobCountParams): Promise<MatchCount> {
-    return Promise.reject(new Error('jobCountMatching: not implemented yet'));
+  async jobCountMatching(params: JobCountParams): Promise<MatchCount> {
+    return this.dashboard.countMatching(this.pool, params);
   }
 
-  jobBulkApply(_params: JobBulkApplyParams): Promise<BulkBatchResult> {
-    return Promise.reject(new Error('jobBulkApply: not implemented yet'));
+  async jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    const { woke, ...result } = await this.dashboard.bulkApply(this.pool, params);
+    if (woke) this.wakeLocally({ runAt: null });
+    return result;
   }
 
-  jobList(params: JobListParams): Promise<Job[]> {
-    return this.queries.list(this.pool, params);
+  async jobList(params: JobListParams): Promise<Job[]> {
+    return this.dashboard.list(this.pool, checkListParams(params));
   }
 
   /** On the maintenance connection: one DELETE of a week of finished records may outlast the statement timeout. */
@@ -501,8 +506,8 @@ export class PostgresStore implements Store {
     return this.queries.nextRunAt(this.pool, params);
   }
 
-  deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
-    return this.queries.deadLetterList(this.pool, params);
+  async deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
+    return this.dashboard.list(this.pool, checkDeadLetterListParams(params));
   }
 
   async deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
