@@ -43,7 +43,11 @@ export function jobAttempts(job: Job): JobAttempt[] {
     startedAt: error.startedAt ?? null,
     endedAt: error.at,
     outcome: errorOutcome(error),
-    error: { message: error.message, kind: error.kind, ...(error.detail === undefined ? {} : { detail: error.detail }) },
+    error: {
+      message: error.message,
+      kind: error.kind,
+      ...(error.detail === undefined ? {} : { detail: error.detail }),
+    },
     owner: error.owner ?? null,
   }));
   const lastError = job.errors.at(-1);
