@@ -96,7 +96,13 @@ async function timeStore(
         },
         {
           page: 'jobs',
-          call: 'GET /v1/jobs?state=pending&queue=q2&kind=k3&payload=payload.customerId = 42',
+          call: 'GET /v1/jobs?state=pending&queue=q2&kind=k2&payload=payload.customerId = 42 (1 in 100 match)',
+          path: `/v1/jobs?state=pending&queue=q2&kind=k2&limit=50&payload=${encodeURIComponent('payload.customerId = 42')}`,
+        },
+        {
+          // The worst case the docs name: a value no row holds, so every row the other filters leave is read.
+          page: 'jobs',
+          call: 'GET /v1/jobs?state=pending&queue=q2&kind=k3&payload=… (no match: scans the queue)',
           path: `/v1/jobs?state=pending&queue=q2&kind=k3&limit=50&payload=${encodeURIComponent('payload.customerId = 42')}`,
         },
         {
@@ -148,7 +154,7 @@ async function timeStore(
   }
 }
 
-async function seedPostgres(schema: string, pending: number, finished: number): Promise<void> {
+export async function seedPostgres(schema: string, pending: number, finished: number): Promise<void> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try {
@@ -190,7 +196,7 @@ async function seedPostgres(schema: string, pending: number, finished: number): 
   }
 }
 
-function seedSqlite(file: string, pending: number, finished: number): void {
+export function seedSqlite(file: string, pending: number, finished: number): void {
   const db = new Database(file);
   try {
     const now = Date.now();

@@ -456,9 +456,20 @@ export class Docket {
    * worker registry as in {@link queueStats}.
    */
   async queueCounts(): Promise<QueueCounts[]> {
-    const [counts, unhandled] = await Promise.all([this.store.queueCounts(), this.unhandledJobs()]);
-    const byQueue = countsByQueue(unhandled);
-    return counts.map((entry) => ({ ...entry, unhandled: byQueue.get(entry.queue) ?? 0 }));
+    const [counts, due, workers] = await Promise.all([
+      this.store.queueCounts({ exactUpTo: DASHBOARD_EXACT_COUNT }),
+      this.store.jobDueCountsByKind({ exactUpTo: DASHBOARD_EXACT_DUE_COUNT }),
+      this.store.workerList(),
+    ]);
+    // A due count at the bound is a lower bound, so the unhandled count built from it is flagged.
+    const boundedQueues = new Set(due.filter((d) => d.count >= DASHBOARD_EXACT_DUE_COUNT).map((d) => d.queue));
+    const byQueue = countsByQueue(unhandledCounts(due, workers));
+    return counts.map((entry) => {
+      const unhandled = byQueue.get(entry.queue) ?? 0;
+      const estimated: QueueCounts['estimated'] =
+        unhandled > 0 && boundedQueues.has(entry.queue) ? [...entry.estimated, 'unhandled'] : entry.estimated;
+      return { ...entry, unhandled, estimated };
+    });
   }
 
   /**
@@ -611,6 +622,14 @@ export class Docket {
 function validateId(id: unknown): string {
   return jobId(id, 'id');
 }
+
+/** Counts up to this many per queue and state are exact on the dashboard. */
+const DASHBOARD_EXACT_COUNT = 10_000;
+/**
+ * Due counts per (queue, kind, priority), for the unhandled column, are exact up to this many:
+ * they are read for every kind (handled or not), so their bound is lower to keep a refresh short.
+ */
+const DASHBOARD_EXACT_DUE_COUNT = 1_000;
 
 /** The parameters each list takes; any other key is refused rather than silently ignored. */
 const FILTER_PARAMS = ['queue', 'kind', 'idFrom', 'idTo', 'runAtFrom', 'runAtTo', 'payload'];

@@ -336,7 +336,7 @@ export function dashboardOpenApi(): { paths: Record<string, unknown>; schemas: R
   const countFields = Object.fromEntries(COUNT_FIELDS.map((field) => [field, { type: 'integer', minimum: 0 }]));
   const estimated = {
     type: 'array',
-    items: { type: 'string', enum: ['scheduled', 'available', 'running', 'done', 'cancelled', 'dead'] },
+    items: { type: 'string', enum: ['scheduled', 'available', 'running', 'unhandled', 'done', 'cancelled', 'dead'] },
     description: 'Fields whose value is an estimate (the planner’s, past 10,000).',
   };
   const filterSchemaJson = {

@@ -22,7 +22,7 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
-import { checkDeadLetterListParams, checkListParams } from '../dashboard-params.js';
+import { checkDeadLetterListParams, checkExactUpTo, checkListParams } from '../dashboard-params.js';
 import { batchNeedsAtomicKeys } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import {
@@ -42,6 +42,7 @@ import type {
   DeadLetterListParams,
   DeadLetterPurgeParams,
   DeadLetterRetryParams,
+  DueCountsParams,
   DueKindCount,
   FailOutcome,
   JobActivityParams,
@@ -538,7 +539,11 @@ export class PostgresStore implements Store {
     return this.queries.queueStats(this.pool, params?.now);
   }
 
-  jobDueCountsByKind(params?: AtTime): Promise<DueKindCount[]> {
+  jobDueCountsByKind(params?: DueCountsParams): Promise<DueKindCount[]> {
+    if (params?.exactUpTo !== undefined) {
+      const cap = checkExactUpTo(params.exactUpTo);
+      return this.withoutJit((client) => this.dashboard.boundedDueCounts(client, params.now, cap));
+    }
     return this.queries.dueCountsByKind(this.pool, params?.now);
   }
 
