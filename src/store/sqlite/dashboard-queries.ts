@@ -155,23 +155,20 @@ export class SqliteDashboardQueries {
   ): QueueCounts[] {
     const cap = checkExactUpTo(exactUpToGiven) + 1;
     const names = new Set<string>();
-    const walk = (sql: string, first: string, params: Params) => {
-      let row = this.statement(first).get(params) as { state?: string; queue: string } | undefined;
-      while (row) {
-        names.add(row.queue);
-        row = this.statement(sql).get({ ...params, ...row }) as { state?: string; queue: string } | undefined;
+    // One seek per (state, queue): `state = ? AND queue > ?` is a range SQLite always serves from
+    // the (state, queue, id) index (a row-value comparison over both columns is not).
+    const walk = (table: string, condition: string, params: Params) => {
+      const next = this.statement(
+        `SELECT queue FROM ${table} WHERE ${condition} AND queue > :queue ORDER BY queue LIMIT 1`,
+      ).pluck();
+      let queue = next.get({ ...params, queue: '' }) as string | undefined;
+      while (queue !== undefined) {
+        names.add(queue);
+        queue = next.get({ ...params, queue }) as string | undefined;
       }
     };
-    walk(
-      'SELECT state, queue FROM jobs WHERE (state, queue) > (:state, :queue) ORDER BY state, queue LIMIT 1',
-      'SELECT state, queue FROM jobs ORDER BY state, queue LIMIT 1',
-      {},
-    );
-    walk(
-      'SELECT queue FROM dead_jobs WHERE queue > :queue ORDER BY queue LIMIT 1',
-      'SELECT queue FROM dead_jobs ORDER BY queue LIMIT 1',
-      {},
-    );
+    for (const state of ['pending', 'running', 'done', 'cancelled']) walk('jobs', 'state = :state', { state });
+    walk('dead_jobs', '1 = 1', {});
     const paused = new Set(
       (this.statement('SELECT name FROM queues WHERE paused = 1').all() as { name: string }[]).map((r) => r.name),
     );
