@@ -252,12 +252,13 @@ export class SqliteDashboardQueries {
   activity(params: JobActivityParams): ActivityBucket[] {
     const window = checkActivityParams(params);
     const sql = `
-      SELECT CAST((j.finished_at - :from) / :bucket AS INTEGER) AS bucket, 'completed' AS what,
-             CASE WHEN j.started_at IS NULL THEN NULL ELSE ${latenessBucketSql('(j.started_at - j.run_at)')} END AS lateness_bucket,
+      SELECT CAST((j.finished_at - :from) / :bucket AS INTEGER) AS bucket,
+             CASE WHEN j.state = 'done' THEN 'completed' ELSE 'cancelled' END AS what,
+             CASE WHEN j.state = 'done' AND j.started_at IS NOT NULL THEN ${latenessBucketSql('(j.started_at - j.run_at)')} END AS lateness_bucket,
              count(*) AS n
       FROM jobs j
-      WHERE j.state IN ('done', 'cancelled') AND j.state = 'done' AND j.finished_at >= :from AND j.finished_at < :to
-      GROUP BY 1, 3
+      WHERE j.state IN ('done', 'cancelled') AND j.finished_at >= :from AND j.finished_at < :to
+      GROUP BY 1, 2, 3
       UNION ALL
       SELECT CAST((d.parked_at - :from) / :bucket AS INTEGER), 'failed', NULL, count(*)
       FROM dead_jobs d WHERE d.parked_at >= :from AND d.parked_at < :to
