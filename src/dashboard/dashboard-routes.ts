@@ -59,7 +59,8 @@ async function transpile(name: string, source: string): Promise<string> {
   // Only when running from source: the published package ships the compiled `.js`.
   const ts = (await import('typescript')).default;
   const output = ts.transpileModule(source, {
-    fileName: name,
+    // A `.ts` name, or the compiler reads the source as JavaScript (`get<T>(…)` as comparisons).
+    fileName: name.replace(/\.js$/, '.ts'),
     compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, sourceMap: false },
   });
   return output.outputText;

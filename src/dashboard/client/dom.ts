@@ -72,9 +72,11 @@ export function table(
   rows: readonly Child[][],
   numeric: readonly number[] = [],
 ) {
+  // A wide table scrolls sideways on a phone: the scroller is focusable and named, so a keyboard
+  // user can scroll it too (axe: scrollable-region-focusable).
   return el(
     'div',
-    { class: 'table-wrap' },
+    { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption },
     el(
       'table',
       {},

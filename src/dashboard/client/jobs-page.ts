@@ -124,7 +124,7 @@ export async function renderJobs(context: PageContext, mode: 'jobs' | 'dead'): P
   let cursor: string | undefined;
   const load = async (after: string | undefined) => {
     const page = await get<{ jobs: JobJson[]; next: string | null }>(
-      `${listPath}${query({ ...filter, order, limit: 50, after })}`,
+      `${listPath}${query({ ...filter, order: order === 'desc' ? 'desc' : undefined, limit: 50, after })}`,
     );
     cursor = after;
     drawList(page.jobs);

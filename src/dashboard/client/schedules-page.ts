@@ -122,7 +122,7 @@ export async function renderSchedules(context: PageContext): Promise<void> {
                       'button',
                       {
                         type: 'button',
-                        'aria-label': `Run schedule ${s.id} now`,
+                        'aria-label': `Run now: schedule ${s.id}`,
                         onclick: act(
                           `Schedule ${s.id}: one run enqueued`,
                           `v1/schedules/${encodeURIComponent(s.id)}/run-now`,
