@@ -138,7 +138,11 @@ function secure(c: Context): void {
 
 /**
  * Registers the dashboard on `app` at `path` ('/' or '/something', as parseDashboardPath
- * returns it): the page at `path` (with a trailing slash) and its assets under `path/assets/`.
+ * returns it): the page at `path/` and its assets under `path/assets/`. The page's own URL must
+ * end in a slash, as its links are relative (so any mount prefix works): the path without it is
+ * redirected there. That holds for an app mounted in a user's Hono app too (`/docket` →
+ * `docket/`), where only the wildcard route sees `/docket/`, so the page and assets are told
+ * apart by what follows the matched prefix.
  */
 // biome-ignore lint/suspicious/noExplicitAny: any app's environment; these routes read none of it.
 export function mountDashboard(app: Hono<any>, path: string): void {
@@ -150,25 +154,28 @@ export function mountDashboard(app: Hono<any>, path: string): void {
     c.header('Cache-Control', 'no-cache');
     return c.html(pageHtml(version, depth));
   };
-  app.get(`${base}/`, page);
-  if (base !== '') {
-    // '/ops' without its slash would resolve the page's relative URLs against the parent.
-    app.get(base, (c) => {
-      secure(c);
-      c.header('Cache-Control', 'no-store');
-      return c.redirect(`${base.split('/').at(-1)}/`, 308);
-    });
-  }
-  app.get(`${base}/assets/:version/:name`, async (c) => {
+  app.get(base === '' ? '/' : base, (c) => {
+    if (c.req.path.endsWith('/')) return page(c);
+    secure(c);
+    c.header('Cache-Control', 'no-store');
+    return c.redirect(`${c.req.path.split('/').at(-1)}/`, 308);
+  });
+  app.get(`${base}/*`, async (c, next) => {
+    // The full path matched so far (a mount prefix included), without the wildcard.
+    const prefix = c.req.routePath.replace(/\/\*$/, '');
+    const rest = c.req.path.slice(prefix.length);
+    if (rest === '/') return page(c);
+    const asset = /^\/assets\/([^/]+)\/([^/]+)$/.exec(rest);
+    if (asset === null) return next();
     secure(c);
     const { version, assets } = await dashboardAssets();
-    const asset = assets.get(c.req.param('name'));
-    if (asset === undefined || c.req.param('version') !== version) {
+    const found = assets.get(asset[2] ?? '');
+    if (found === undefined || asset[1] !== version) {
       c.header('Cache-Control', 'no-store');
       return c.text('no such dashboard asset (the page may be older than the server: reload it)', 404);
     }
-    c.header('Content-Type', asset.contentType);
+    c.header('Content-Type', found.contentType);
     c.header('Cache-Control', `public, max-age=${YEAR_SECONDS}, immutable`);
-    return c.body(asset.body);
+    return c.body(found.body);
   });
 }
