@@ -22,6 +22,7 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
+import { checkDeadLetterListParams, checkListParams } from '../dashboard-params.js';
 import { batchNeedsAtomicKeys } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import {
@@ -33,7 +34,9 @@ import {
   planUpsert,
 } from '../schedule-plan.js';
 import type {
+  ActivityBucket,
   AtTime,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
@@ -41,10 +44,13 @@ import type {
   DeadLetterRetryParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
   JobCancelParams,
   JobClaimParams,
   JobCompleteManyParams,
   JobCompleteParams,
+  JobCountParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -54,7 +60,10 @@ import type {
   JobReleaseParams,
   JobReserveIdsParams,
   JobSubmitParams,
+  MatchCount,
   NextRunAtParams,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,
@@ -86,6 +95,7 @@ import {
   type ResolvedPostgresConnectionOptions,
   resolvePostgresConnectionOptions,
 } from './connection-options.js';
+import { PostgresDashboardQueries } from './dashboard-queries.js';
 import { PostgresJobQueries } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
@@ -225,6 +235,7 @@ export class PostgresStore implements Store {
   /** The LISTEN connection's settings; null when `listenUrl: false` (workers poll). */
   private readonly listenConnection: pg.ClientConfig | null;
   private readonly queries: PostgresJobQueries;
+  private readonly dashboard: PostgresDashboardQueries;
   private readonly claims: PostgresClaimQueries;
   private readonly schedules: PostgresScheduleQueries;
   private readonly transactions: PostgresTransactionQueries;
@@ -255,6 +266,7 @@ export class PostgresStore implements Store {
       reservableJobIds: true,
     });
     this.queries = new PostgresJobQueries(parts.schema);
+    this.dashboard = new PostgresDashboardQueries(parts.schema, wakeChannel(parts.schema));
     this.claims = new PostgresClaimQueries(parts.schema);
     this.schedules = new PostgresScheduleQueries(parts.schema, wakeChannel(parts.schema));
     this.transactions = new PostgresTransactionQueries(parts.schema);
@@ -461,8 +473,26 @@ export class PostgresStore implements Store {
     return this.queries.get(this.pool, params.id);
   }
 
-  jobList(params: JobListParams): Promise<Job[]> {
-    return this.queries.list(this.pool, params);
+  async queueCounts(params: QueueCountsParams = {}): Promise<QueueCounts[]> {
+    return this.dashboard.queueCounts(this.pool, params.now, params.exactUpTo);
+  }
+
+  async jobActivity(params: JobActivityParams): Promise<ActivityBucket[]> {
+    return this.dashboard.activity(this.pool, params);
+  }
+
+  async jobCountMatching(params: JobCountParams): Promise<MatchCount> {
+    return this.dashboard.countMatching(this.pool, params);
+  }
+
+  async jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    const { woke, ...result } = await this.dashboard.bulkApply(this.pool, params);
+    if (woke) this.wakeLocally({ runAt: null });
+    return result;
+  }
+
+  async jobList(params: JobListParams): Promise<Job[]> {
+    return this.dashboard.list(this.pool, checkListParams(params));
   }
 
   /** On the maintenance connection: one DELETE of a week of finished records may outlast the statement timeout. */
@@ -476,8 +506,8 @@ export class PostgresStore implements Store {
     return this.queries.nextRunAt(this.pool, params);
   }
 
-  deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
-    return this.queries.deadLetterList(this.pool, params);
+  async deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
+    return this.dashboard.list(this.pool, checkDeadLetterListParams(params));
   }
 
   async deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {

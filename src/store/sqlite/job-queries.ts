@@ -12,7 +12,6 @@
  */
 
 import type Database from 'better-sqlite3';
-import type { JobState } from '../../job/job.js';
 import type { JobSpec } from '../../job/job-spec.js';
 import { liveKeyConflict, sameJsonText } from '../idempotency.js';
 import type {
@@ -38,7 +37,13 @@ export const NOT_PAUSED = `queue NOT IN (SELECT name FROM queues WHERE paused = 
 
 /** Columns both tables share, in one order, for moving rows between them. */
 const COMMON_COLUMNS = `id, kind, queue, payload, priority, run_at, lease_owner, token, attempts, max_attempts,
-  retry_policy, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at`;
+  retry_policy, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at, started_at`;
+
+/**
+ * The error entry :entry (JSON from attemptErrorJson) completed with the attempt's claim, read
+ * from the row it ended: its started_at and lease_owner (as the PostgreSQL twin's errorEntry).
+ */
+const ENTRY_WITH_CLAIM = `json_set(json(:entry), '$.startedAt', started_at, '$.owner', lease_owner)`;
 
 /**
  * The database clock.
@@ -113,7 +118,7 @@ export const JOB_LAPSED_COUNTS = `
  */
 export const JOB_PARK = `
   INSERT INTO dead_jobs (${COMMON_COLUMNS}, state, lease_until, errors, finished_at, parked_at)
-  SELECT ${COMMON_COLUMNS}, 'dead', NULL, json_insert(errors, '$[#]', json(:entry)), :now, :now
+  SELECT ${COMMON_COLUMNS}, 'dead', NULL, json_insert(errors, '$[#]', ${ENTRY_WITH_CLAIM}), :now, :now
   FROM jobs WHERE id = :id`;
 
 /**
@@ -177,7 +182,7 @@ export const JOB_FIND_HELD = `
  */
 export const JOB_RETRY = `
   UPDATE jobs SET state = 'pending', run_at = :run_at, lease_until = NULL,
-    errors = json_insert(errors, '$[#]', json(:entry))
+    errors = json_insert(errors, '$[#]', ${ENTRY_WITH_CLAIM})
   WHERE id = :id AND state = 'running'`;
 
 /**
@@ -222,31 +227,6 @@ export const JOB_GET = `SELECT * FROM jobs WHERE id = :id`;
  * One parked job by id. Parameters: :id. Result: the row or nothing.
  */
 export const DEAD_GET = `SELECT * FROM dead_jobs WHERE id = :id`;
-
-/**
- * A page of jobs by id (keyset paging), optionally by states, queue and kind.
- * Parameters: :states (JSON array or NULL for all), :queue, :kind (NULL for any), :after_id,
- * :limit. Result: rows ordered by id. A primary-key range scan.
- * PostgreSQL: `state = ANY($states)`; here json_each carries the list in one parameter.
- */
-export const JOB_LIST = `
-  SELECT * FROM jobs
-  WHERE id > :after_id
-    AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-    AND (:queue IS NULL OR queue = :queue)
-    AND (:kind IS NULL OR kind = :kind)
-  ORDER BY id LIMIT :limit`;
-
-/**
- * A page of parked jobs by id, optionally by queue and kind.
- * Parameters: :queue, :kind, :after_id, :limit. Result: rows ordered by id.
- */
-export const DEAD_LIST = `
-  SELECT * FROM dead_jobs
-  WHERE id > :after_id
-    AND (:queue IS NULL OR queue = :queue)
-    AND (:kind IS NULL OR kind = :kind)
-  ORDER BY id LIMIT :limit`;
 
 /**
  * Deletes up to :limit finished (done, cancelled) records that finished before :before; called
@@ -300,7 +280,7 @@ export const DEAD_RETRY = `
     d.timeout_ms, d.schedule_id,
     CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.schedule_id = d.schedule_id AND o.schedule_slot = d.schedule_slot)
       THEN NULL ELSE d.schedule_slot END,
-    d.created_at,
+    d.created_at, d.started_at,
     'pending', NULL, d.errors, NULL
   FROM dead_jobs d WHERE d.id = :id`;
 
@@ -381,8 +361,6 @@ function prepareJobStatements(db: Database.Database) {
     cancel: db.prepare(JOB_CANCEL),
     get: db.prepare<{ id: number }, JobRow>(JOB_GET),
     deadGet: db.prepare<{ id: number }, JobRow>(DEAD_GET),
-    list: db.prepare<Record<string, unknown>, JobRow>(JOB_LIST),
-    deadList: db.prepare<Record<string, unknown>, JobRow>(DEAD_LIST),
     pruneBatch: db.prepare(JOB_PRUNE_BATCH),
     firstPendingRunAt: db.prepare(JOB_FIRST_PENDING_RUN_AT).pluck(),
     nextLeaseEnd: db.prepare(JOB_NEXT_LEASE_END).pluck(),
@@ -392,14 +370,6 @@ function prepareJobStatements(db: Database.Database) {
     queueStats: db.prepare<{ now: number }, QueueCountsRow & { paused: number }>(QUEUE_STATS),
   };
 }
-
-/** A job list's filter as JOB_LIST and DEAD_LIST take it. */
-export type ListFilter = {
-  queue: string | null;
-  kind: string | null;
-  after_id: number;
-  limit: number;
-};
 
 /** A pending (queue, kind, priority) triple, as the claim planner walks them. */
 type Triple = { queue: string; kind: string; priority: number };
@@ -542,14 +512,6 @@ export class SqliteJobQueries {
     return this.stmt.get.get({ id }) ?? this.stmt.deadGet.get({ id });
   }
 
-  /** A page of jobs by id from the tables `states` names (`dead` reads dead_jobs). */
-  list(filter: ListFilter, states: readonly JobState[]): JobRow[] {
-    const tableStates = states.filter((state): state is Exclude<JobState, 'dead'> => state !== 'dead');
-    const live = tableStates.length > 0 ? this.stmt.list.all({ ...filter, states: JSON.stringify(tableStates) }) : [];
-    const dead = states.includes('dead') ? this.deadList(filter) : [];
-    return [...live, ...dead].sort((a, b) => a.id - b.id).slice(0, filter.limit);
-  }
-
   /** Deletes up to `limit` finished records that finished before `beforeMs`; returns how many. */
   pruneBatch(beforeMs: number, limit: number): number {
     return this.stmt.pruneBatch.run({ before: beforeMs, limit }).changes;
@@ -569,11 +531,6 @@ export class SqliteJobQueries {
     const leaseEnd = this.stmt.nextLeaseEnd.get({ queues, ...kindParams(params) }) as number | undefined;
     if (leaseEnd !== undefined && (earliest === null || leaseEnd < earliest)) earliest = leaseEnd;
     return earliest === null ? null : Math.max(earliest, nowMs);
-  }
-
-  /** A page of parked jobs by id. */
-  deadList(filter: ListFilter): JobRow[] {
-    return this.stmt.deadList.all(filter);
   }
 
   /** Moves a parked job back to pending, due now, with fresh attempts; its row, or null. */
