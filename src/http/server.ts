@@ -25,7 +25,7 @@ import type { MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { DEFAULT_DASHBOARD_PATH, parseDashboardPath } from '../dashboard/dashboard-path.js';
-import { mountDashboard } from '../dashboard/dashboard-routes.js';
+import { mountDashboard } from '../dashboard/dashboard-page.js';
 import { Docket } from '../docket.js';
 import { BUILTIN_KINDS, BUILTIN_QUEUE, WEBHOOK_KIND } from '../job/builtin-kinds.js';
 import { ConfigurationError } from '../job/errors.js';
@@ -307,9 +307,9 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
     return c.json({ name: principal.name, scopes: [...principal.scopes].sort(), authenticated: auth.enabled });
   });
 
-  const dashboard = parseDashboardPath(config.dashboardPath ?? DEFAULT_DASHBOARD_PATH);
-  if ('error' in dashboard) throw new ConfigurationError(`dashboardPath: ${dashboard.error}`);
-  if (dashboard.path !== false) mountDashboard(app, dashboard.path);
+  const page = parseDashboardPath(config.dashboardPath ?? DEFAULT_DASHBOARD_PATH);
+  if ('error' in page) throw new ConfigurationError(`dashboardPath: ${page.error}`);
+  if (page.path !== false) mountDashboard(app, page.path);
 
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {

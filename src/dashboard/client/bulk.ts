@@ -4,8 +4,8 @@
  * batches (POST /v1/bulk) while the page shows its progress from the event stream.
  *
  * Safe after a reload: the operation runs on the server, not in the page. Its id is kept in
- * sessionStorage, so a reloaded page finds it (GET /v1/bulk/{id}) and shows its progress or its
- * result; starting the same operation again joins the running one or, once it is finished, finds
+ * sessionStorage (until its result is dismissed), so a reloaded page finds it (GET /v1/bulk/{id})
+ * and shows its progress or its result; starting the same operation again joins the running one or, once it is finished, finds
  * nothing left to change (retried, purged and cancelled jobs no longer match).
  */
 import { ApiError, get, post } from './api.js';
@@ -129,9 +129,24 @@ export function bulkPanel(
           : null,
       ),
     );
+    if (finished) {
+      // The result stays remembered, so a reload still shows it, until dismissed.
+      progressArea.querySelector('[data-operation]')?.appendChild(
+        el(
+          'button',
+          {
+            type: 'button',
+            onclick: () => {
+              rememberOperation(page, null);
+              replace(progressArea);
+            },
+          },
+          'Dismiss',
+        ),
+      );
+    }
     if (finished && watching === op.id) {
       watching = undefined;
-      rememberOperation(page, null);
       onFinished();
     }
   };
@@ -204,7 +219,6 @@ export function bulkPanel(
       .then((op) => {
         if (op.state === 'running') return watch(op);
         showOperation(op);
-        rememberOperation(page, null);
       })
       .catch((error: unknown) => {
         // A restarted server forgets its operations: nothing to show.
