@@ -74,6 +74,9 @@ svg.chart text { fill: var(--muted); font-size: 11px; }
 svg.chart .s0 { stroke: var(--chart-a); } svg.chart .s1 { stroke: var(--chart-b); }
 svg.chart .s2 { stroke: var(--chart-c); } svg.chart .s3 { stroke: var(--chart-d); }
 svg.chart polyline { fill: none; stroke-width: 2; }
+svg.chart circle.s0 { fill: var(--chart-a); } svg.chart circle.s1 { fill: var(--chart-b); }
+svg.chart circle.s2 { fill: var(--chart-c); } svg.chart circle.s3 { fill: var(--chart-d); }
+svg.chart circle { stroke: none; }
 .legend { display: flex; flex-wrap: wrap; gap: .75rem; list-style: none; padding: 0; margin: .25rem 0 0; font-size: .85rem; }
 .legend .swatch { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }
 .legend .s0 .swatch { background: var(--chart-a); } .legend .s1 .swatch { background: var(--chart-b); }

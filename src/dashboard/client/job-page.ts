@@ -11,7 +11,7 @@ import { can, every, type PageContext, report, status } from './page.js';
 
 interface JobDetail {
   job: JobJson;
-  lease: { owner: string; until: string; token: number; live: boolean } | null;
+  lease: { owner: string; until: string | null; token: number; live: boolean } | null;
   schedule: { id: string; cron: string; timeZone: string } | null;
   attempts: {
     attempt: number;
@@ -144,7 +144,7 @@ export async function renderJob(context: PageContext, id: string): Promise<void>
           detail.lease
             ? fields([
                 ['Owner', el('span', { class: 'mono' }, detail.lease.owner)],
-                ['Until', `${when(detail.lease.until)} (${relative(detail.lease.until)})`],
+                ['Until', detail.lease.until ? `${when(detail.lease.until)} (${relative(detail.lease.until)})` : '–'],
                 ['Token', Number.isNaN(detail.lease.token) ? '–' : String(detail.lease.token)],
                 ['Live', detail.lease.live ? 'yes' : 'no (lapsed or finished)'],
               ])
@@ -177,7 +177,9 @@ export async function renderJob(context: PageContext, id: string): Promise<void>
                       'div',
                       {},
                       el('span', { class: 'mono' }, a.error.message),
-                      a.error.detail ? el('pre', {}, a.error.detail) : null,
+                      a.error.detail
+                        ? el('details', {}, el('summary', {}, 'Detail'), el('pre', {}, a.error.detail))
+                        : null,
                     )
                   : '',
               ]),
