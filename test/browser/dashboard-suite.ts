@@ -194,6 +194,36 @@ export function dashboardSuite(kind: StoreKind): void {
           }
         }
         await admin.setViewportSize({ width: 1280, height: 800 });
+        // Dark mode (prefers-color-scheme): the same pages keep their contrast.
+        await admin.emulateMedia({ colorScheme: 'dark' });
+        for (const name of PAGES) {
+          await admin.goto(`${server.url}/#/${name}`);
+          await admin.locator(`#nav a[aria-current="page"][href="#/${name}"]`).waitFor();
+          await admin.locator('main h1').first().waitFor();
+          expect(JSON.stringify(await seriousViolations(admin), null, 1), `${name} in dark mode`).toBe('[]');
+          await screenshot(admin, `${kind}-${name}-dark`);
+        }
+        await admin.emulateMedia({ colorScheme: 'light' });
+      });
+
+      it('is usable from the keyboard: skip link, navigation and the filter form', async () => {
+        await admin.goto(`${server.url}/#/overview`);
+        // A fresh load, so focus starts at the top of the document.
+        await admin.reload();
+        await admin.locator('main h1').first().waitFor();
+        await admin.keyboard.press('Tab');
+        expect(await admin.locator(':focus').textContent()).toBe('Skip to content');
+        await admin.keyboard.press('Tab');
+        await admin.keyboard.press('Tab');
+        expect(await admin.locator(':focus').textContent()).toBe('Jobs');
+        await admin.keyboard.press('Enter');
+        await admin.locator('#nav a[aria-current="page"][href="#/jobs"]').waitFor();
+        await admin.getByLabel('Queue').focus();
+        await admin.keyboard.type('mail');
+        await admin.keyboard.press('Enter');
+        await expect.poll(() => new URL(admin.url()).hash).toBe('#/jobs?queue=mail');
+        // The page was drawn again from the address, the filter kept.
+        await expect.poll(() => admin.getByLabel('Queue').inputValue()).toBe('mail');
       });
 
       it('follows a job from pending to running to done on its page', async () => {

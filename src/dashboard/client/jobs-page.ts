@@ -86,7 +86,8 @@ export async function renderJobs(context: PageContext, mode: 'jobs' | 'dead'): P
         const next = new URLSearchParams();
         for (const [name, value] of new FormData(form)) {
           const text = String(value).trim();
-          if (text === '') continue;
+          // Empty fields and the default order stay out of the address.
+          if (text === '' || (name === 'order' && text === 'asc')) continue;
           next.set(name, name === 'runAtFrom' || name === 'runAtTo' ? instantOf(text) : text);
         }
         location.hash = `#/${mode}${next.size === 0 ? '' : `?${next}`}`;
