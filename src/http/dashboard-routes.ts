@@ -336,8 +336,8 @@ export function dashboardOpenApi(): { paths: Record<string, unknown>; schemas: R
   const countFields = Object.fromEntries(COUNT_FIELDS.map((field) => [field, { type: 'integer', minimum: 0 }]));
   const estimated = {
     type: 'array',
-    items: { type: 'string', enum: ['scheduled', 'available', 'running', 'done', 'cancelled', 'dead'] },
-    description: 'Fields whose value is an estimate (the planner’s, past 10,000).',
+    items: { type: 'string', enum: ['scheduled', 'available', 'running', 'unhandled', 'done', 'cancelled', 'dead'] },
+    description: 'Fields whose value is an estimate (past 1,000 per queue and state).',
   };
   const filterSchemaJson = {
     type: 'object',

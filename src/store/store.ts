@@ -306,6 +306,20 @@ export interface WorkerRegisterParams extends AtTime {
   ttlMs: number;
 }
 
+/**
+ * Parameters of {@link Store.jobDueCountsByKind}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface DueCountsParams extends AtTime {
+  /**
+   * Bounds the work (the dashboard's refresh): each (queue, kind, priority) range is counted up
+   * to this many due rows, so a count at or above it is a lower bound. Omitted: exact counts (one
+   * pass over the pending rows, as the unhandled parker needs).
+   */
+  exactUpTo?: number | undefined;
+}
+
 /** Due jobs counted by queue and kind, for working out which of them no live worker handles. */
 export interface DueKindCount {
   queue: string;
@@ -411,7 +425,7 @@ export interface QueueState {
 }
 
 /** A count field of {@link QueueCounts}. */
-export type QueueCountField = 'scheduled' | 'available' | 'running' | 'done' | 'cancelled' | 'dead';
+export type QueueCountField = 'scheduled' | 'available' | 'running' | 'unhandled' | 'done' | 'cancelled' | 'dead';
 
 /**
  * One queue's counts for the dashboard: the {@link QueueStats} counts, each exact up to
@@ -706,7 +720,7 @@ export interface Store {
    * out, ordered by queue, then kind (bytewise). A dashboard query: at most one pass over the
    * pending rows, never on the claim path.
    */
-  jobDueCountsByKind(params?: AtTime): Promise<DueKindCount[]>;
+  jobDueCountsByKind(params?: DueCountsParams): Promise<DueKindCount[]>;
 
   /**
    * Counts by queue and state for the dashboard, like {@link queueStats} but bounded: each count

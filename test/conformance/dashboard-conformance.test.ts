@@ -182,6 +182,18 @@ describe.each(conformanceStoreKinds())('%s store: dashboard conformance', (store
     });
   });
 
+  it('bounds due counts by kind when asked: at most exactUpTo per range, exact without it', async () => {
+    const q = nextQueue();
+    await store.jobSubmit({
+      now: t(0),
+      jobs: Array.from({ length: 10 }, () => spec({ kind: 'due.k', queue: q, runAt: t(1) })),
+    });
+    const exact = (await store.jobDueCountsByKind({ now: t(5) })).filter((row) => row.queue === q);
+    expect(exact).toEqual([{ queue: q, kind: 'due.k', count: 10 }]);
+    const bounded = (await store.jobDueCountsByKind({ now: t(5), exactUpTo: 3 })).filter((row) => row.queue === q);
+    expect(bounded).toEqual([{ queue: q, kind: 'due.k', count: 3 }]);
+  });
+
   describe('jobActivity', () => {
     it('counts completions, parkings and start lateness per bucket, every bucket present', async () => {
       await withFreshStore(async (fresh) => {

@@ -29,6 +29,7 @@ import {
 import type {
   ActivityBucket,
   BulkBatchResult,
+  DueKindCount,
   JobActivityParams,
   JobBulkApplyParams,
   JobCountParams,
@@ -160,11 +161,12 @@ export class PostgresDashboardQueries {
       )
       SELECT q.queue, coalesce((SELECT paused FROM ${this.queues} WHERE name = q.queue), false) AS paused,
         ${capped(this.jobs, "x.state = 'pending' AND x.queue = q.queue")} AS pending,
-        (SELECT coalesce(sum(least(t.n, $2)), 0) FROM (
-           SELECT (SELECT count(*) FROM (SELECT 1 FROM ${this.jobs} x
-                     WHERE x.state = 'pending' AND x.queue = tr.queue AND x.kind = tr.kind
-                       AND x.priority = tr.priority AND x.run_at <= ${NOW} LIMIT $2) c) AS n
-           FROM triples tr WHERE tr.queue = q.queue) t) AS due,
+        -- One LIMIT over the queue's triples together: the walk stops after $2 due rows in all.
+        (SELECT count(*) FROM (SELECT 1 FROM triples tr CROSS JOIN LATERAL (
+            SELECT 1 FROM ${this.jobs} x
+            WHERE x.state = 'pending' AND x.queue = tr.queue AND x.kind = tr.kind
+              AND x.priority = tr.priority AND x.run_at <= ${NOW}) d
+          WHERE tr.queue = q.queue LIMIT $2) c) AS due,
         ${capped(this.jobs, "x.state = 'running' AND x.queue = q.queue")} AS running,
         ${capped(this.jobs, `x.state = 'running' AND x.queue = q.queue AND x.lease_until <= ${NOW}`)} AS lapsed,
         ${capped(this.jobs, "x.state = 'done' AND x.queue = q.queue")} AS done,
@@ -206,6 +208,40 @@ export class PostgresDashboardQueries {
       );
     }
     return counts;
+  }
+
+  /**
+   * Due jobs by queue and kind, bounded: per (queue, kind, priority) triple of the claim index, a
+   * LIMITed range `run_at <= now` (at most `cap` rows each), plus lapsed leases (the small running
+   * index); paused queues left out, as dueCountsByKind. Ordered by queue, kind (bytewise).
+   */
+  async boundedDueCounts(db: Queryable, now: Date | undefined, cap: number): Promise<DueKindCount[]> {
+    const NOW = 'coalesce($1::timestamptz, now())';
+    const sql = `
+      WITH RECURSIVE triples(queue, kind, priority) AS (
+        (SELECT j.queue, j.kind, j.priority FROM ${this.jobs} j WHERE j.state = 'pending'
+          ORDER BY j.queue, j.kind, j.priority LIMIT 1)
+        UNION ALL
+        SELECT n.queue, n.kind, n.priority FROM triples p CROSS JOIN LATERAL (
+          SELECT j.queue, j.kind, j.priority FROM ${this.jobs} j
+          WHERE j.state = 'pending' AND (j.queue, j.kind, j.priority) > (p.queue, p.kind, p.priority)
+          ORDER BY j.queue, j.kind, j.priority LIMIT 1) n
+      ),
+      counts AS (
+        SELECT t.queue, t.kind, (SELECT count(*) FROM (SELECT 1 FROM ${this.jobs} x
+            WHERE x.state = 'pending' AND x.queue = t.queue AND x.kind = t.kind AND x.priority = t.priority
+              AND x.run_at <= ${NOW} LIMIT $2) c) AS n
+        FROM triples t
+        UNION ALL
+        SELECT j.queue, j.kind, count(*) FROM ${this.jobs} j
+        WHERE j.state = 'running' AND j.lease_until <= ${NOW} GROUP BY j.queue, j.kind
+      )
+      SELECT c.queue, c.kind, sum(c.n) AS count FROM counts c
+      WHERE NOT EXISTS (SELECT 1 FROM ${this.queues} pq WHERE pq.name = c.queue AND pq.paused)
+      GROUP BY c.queue, c.kind HAVING sum(c.n) > 0
+      ORDER BY c.queue COLLATE "C", c.kind COLLATE "C"`;
+    const result = await db.query<{ queue: string; kind: string; count: string }>(sql, [now ?? null, cap]);
+    return result.rows.map((row) => ({ queue: row.queue, kind: row.kind, count: Number(row.count) }));
   }
 
   /** The planner's row estimate for `sql` (EXPLAIN, nothing runs). */

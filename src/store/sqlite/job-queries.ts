@@ -99,6 +99,16 @@ export const JOB_DUE_PENDING_COUNT = `
   WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now`;
 
 /**
+ * JOB_DUE_PENDING_COUNT reading at most :cap entries of the range (the dashboard's bounded form).
+ * Parameters: as JOB_DUE_PENDING_COUNT, plus :cap. Result: one integer, at most :cap.
+ * PostgreSQL: the same LIMITed count per triple, in one statement (boundedDueCounts).
+ */
+export const JOB_DUE_PENDING_CAPPED_COUNT = `
+  SELECT count(*) FROM (SELECT 1 FROM jobs
+    WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now
+    LIMIT :cap)`;
+
+/**
  * Running jobs whose lease lapsed (available again), counted by queue and kind, paused queues
  * left out: the lapsed half of jobDueCountsByKind. A range scan on jobs_running_lease.
  * Parameters: :now. Result: { queue, kind, count }.
@@ -348,6 +358,7 @@ function prepareJobStatements(db: Database.Database) {
     >(JOB_FIND_LIVE_BY_KEY),
     insert: db.prepare<Record<string, unknown>, { id: number; run_at: number }>(JOB_INSERT),
     duePendingCount: db.prepare(JOB_DUE_PENDING_COUNT).pluck(),
+    duePendingCappedCount: db.prepare(JOB_DUE_PENDING_CAPPED_COUNT).pluck(),
     lapsedCounts: db.prepare<{ now: number }, { queue: string; kind: string; count: number }>(JOB_LAPSED_COUNTS),
     park: db.prepare(JOB_PARK),
     delete: db.prepare(JOB_DELETE),
@@ -551,7 +562,7 @@ export class SqliteJobQueries {
   }
 
   /** Available jobs (due pending rows of the given triples, lapsed leases) by queue and kind. */
-  dueCountsByKind(triples: readonly Triple[], nowMs: number): DueKindCount[] {
+  dueCountsByKind(triples: readonly Triple[], nowMs: number, cap: number | null = null): DueKindCount[] {
     const counts = new Map<string, DueKindCount>();
     const add = (queue: string, kind: string, count: number) => {
       if (count === 0) return;
@@ -562,7 +573,11 @@ export class SqliteJobQueries {
     };
     // Due pending rows per triple (index-only counts of the due range), then lapsed leases.
     for (const triple of triples) {
-      add(triple.queue, triple.kind, Number(this.stmt.duePendingCount.get({ ...triple, now: nowMs })));
+      const count =
+        cap === null
+          ? this.stmt.duePendingCount.get({ ...triple, now: nowMs })
+          : this.stmt.duePendingCappedCount.get({ ...triple, now: nowMs, cap });
+      add(triple.queue, triple.kind, Number(count));
     }
     for (const row of this.stmt.lapsedCounts.all({ now: nowMs })) add(row.queue, row.kind, Number(row.count));
     return [...counts.values()].sort((a, b) => byteOrder(a.queue, b.queue) || byteOrder(a.kind, b.kind));

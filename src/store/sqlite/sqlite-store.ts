@@ -35,6 +35,7 @@ import {
   checkBulkApplyParams,
   checkCountParams,
   checkDeadLetterListParams,
+  checkExactUpTo,
   checkListParams,
 } from '../dashboard-params.js';
 import { assertBatchKeysAgree } from '../idempotency.js';
@@ -56,6 +57,7 @@ import type {
   DeadLetterListParams,
   DeadLetterPurgeParams,
   DeadLetterRetryParams,
+  DueCountsParams,
   DueKindCount,
   FailOutcome,
   JobActivityParams,
@@ -485,8 +487,11 @@ export class SqliteStore implements Store {
     return this.read(() => this.jobs.queueStats(this.clock(params.now)));
   }
 
-  async jobDueCountsByKind(params: AtTime = {}): Promise<DueKindCount[]> {
-    return this.read(() => this.jobs.dueCountsByKind(this.claims.pendingTriples(undefined), this.clock(params.now)));
+  async jobDueCountsByKind(params: DueCountsParams = {}): Promise<DueKindCount[]> {
+    const cap = params.exactUpTo === undefined ? null : checkExactUpTo(params.exactUpTo);
+    return this.read(() =>
+      this.jobs.dueCountsByKind(this.claims.pendingTriples(undefined), this.clock(params.now), cap),
+    );
   }
 
   async workerRegister(params: WorkerRegisterParams): Promise<WorkerRecord> {
