@@ -1,6 +1,6 @@
 /** `docket demo`: the live demo of leases, fencing, backoff and dead letters. */
 import { Command } from '@commander-js/extra-typings';
-import { failure } from '../cli-error.js';
+import { failure, usageError } from '../cli-error.js';
 import { DEMO_DEFAULT_URL, runDemo } from '../demo/run-demo.js';
 import { waitForStopSignal } from '../stop-signal.js';
 
@@ -22,7 +22,7 @@ export function demoCommand() {
     )
     .option('--port <port>', 'port of --serve (default 8080; 0 picks a free one)')
     .action(async (options) => {
-      if (options.port !== undefined && !options.serve) throw failure('--port applies to --serve only; add --serve');
+      if (options.port !== undefined && !options.serve) throw usageError('--port applies to --serve only; add --serve');
       const ok = await runDemo({ db: options.db, fast: options.fast ?? false, force: options.force ?? false });
       if (options.serve) await serveDemoStore(options.db ?? DEMO_DEFAULT_URL, options.port);
       if (!ok) throw failure('the demo story did not play out as expected (see the checks above)');
