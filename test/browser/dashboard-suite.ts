@@ -187,7 +187,11 @@ export function dashboardSuite(kind: StoreKind): void {
               await expect.poll(() => row.locator('[data-state="available"]').textContent()).toMatch(/^7\b/);
               expect(await row.locator('[data-state="scheduled"]').textContent()).toMatch(/^3\b/);
             }
-            if (name === 'schedules') await admin.getByText('nightly-report').waitFor();
+            if (name === 'schedules') {
+              await admin.getByText('nightly-report').waitFor();
+              // The next five runs, by the cron in its zone.
+              expect(await admin.locator('tr', { hasText: 'nightly-report' }).locator('ol li').count()).toBe(5);
+            }
             if (name === 'workers') await admin.getByText(worker.id).first().waitFor();
             expect(JSON.stringify(await seriousViolations(admin), null, 1), `${name} at ${viewport.name}`).toBe('[]');
             await screenshot(admin, `${kind}-${name}-${viewport.name}`);
@@ -224,6 +228,19 @@ export function dashboardSuite(kind: StoreKind): void {
         await expect.poll(() => new URL(admin.url()).hash).toBe('#/jobs?queue=mail');
         // The page was drawn again from the address, the filter kept.
         await expect.poll(() => admin.getByLabel('Queue').inputValue()).toBe('mail');
+      });
+
+      it('runs a schedule now from the Schedules page: one job of its template is enqueued', async () => {
+        const docket = server.server.docket;
+        await docket.schedule({ id: 'hourly-sync', cron: '0 * * * *', job: { kind: 'sync.run', queue: 'sync' } });
+        const planned = await docket.listJobs({ kind: 'sync.run' });
+        await admin.goto(`${server.url}/#/schedules`);
+        await admin.getByRole('button', { name: 'Run now: schedule hourly-sync' }).click();
+        // Besides the planned run (its next slot), a one-off run due now, outside the plan.
+        await expect.poll(async () => (await docket.listJobs({ kind: 'sync.run' })).length).toBe(planned.length + 1);
+        const runNow = (await docket.listJobs({ kind: 'sync.run' })).filter((job) => job.scheduleId === null);
+        expect(runNow).toMatchObject([{ queue: 'sync', state: 'pending' }]);
+        expect(runNow[0]!.runAt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
       });
 
       it('follows a job from pending to running to done on its page', async () => {

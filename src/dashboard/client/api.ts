@@ -163,13 +163,7 @@ export async function stream(path: string, onEvent: (event: StreamEvent) => void
   }
 }
 
-/** What this token may do; a 404 (an older server) means no such endpoint, so assume read only. */
-export async function whoami(): Promise<Principal> {
-  try {
-    return await get<Principal>('v1/whoami');
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404)
-      return { name: 'unknown', scopes: ['read'], authenticated: true };
-    throw error;
-  }
+/** What this token may do (GET /v1/whoami): the page hides the actions it lacks. */
+export function whoami(): Promise<Principal> {
+  return get<Principal>('v1/whoami');
 }

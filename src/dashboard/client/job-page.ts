@@ -3,7 +3,7 @@
  * (owner, until, token), the schedule it came from and the timeline of its claims, from
  * GET /v1/jobs/{id}/detail. Refreshed every 2 s, so a job is seen going pending → running → done.
  */
-import { ApiError, get, post } from './api.js';
+import { get, post } from './api.js';
 import { badge, el, replace, table } from './dom.js';
 import { json, relative, when } from './format.js';
 import type { JobJson } from './jobs-page.js';
@@ -24,36 +24,9 @@ interface JobDetail {
   timeline: { at: string; event: string; attempt: number | null; detail: string | null }[];
 }
 
-/** The detail, or (a server without /detail) one built from the job itself. */
-async function fetchDetail(id: string): Promise<JobDetail> {
-  try {
-    return await get<JobDetail>(`v1/jobs/${id}/detail`);
-  } catch (error) {
-    if (!(error instanceof ApiError && error.status === 404 && error.message.includes('no route'))) throw error;
-    const job = await get<JobJson>(`v1/jobs/${id}`);
-    return {
-      job,
-      lease:
-        job.leaseOwner && job.leaseUntil
-          ? {
-              owner: job.leaseOwner,
-              until: job.leaseUntil,
-              token: Number.NaN,
-              live: Date.parse(job.leaseUntil) > Date.now(),
-            }
-          : null,
-      schedule: job.scheduleId ? { id: job.scheduleId, cron: '', timeZone: '' } : null,
-      attempts: job.errors.map((e) => ({
-        attempt: e.attempt,
-        startedAt: null,
-        endedAt: e.at,
-        outcome: e.kind ?? 'failed',
-        error: e,
-        owner: null,
-      })),
-      timeline: [{ at: job.createdAt, event: 'created', attempt: null, detail: null }],
-    };
-  }
+/** Everything the page shows, in one call. */
+function fetchDetail(id: string): Promise<JobDetail> {
+  return get<JobDetail>(`v1/jobs/${id}/detail`);
 }
 
 function fields(pairs: [string, Node | string][]): HTMLDListElement {
@@ -145,7 +118,7 @@ export async function renderJob(context: PageContext, id: string): Promise<void>
             ? fields([
                 ['Owner', el('span', { class: 'mono' }, detail.lease.owner)],
                 ['Until', detail.lease.until ? `${when(detail.lease.until)} (${relative(detail.lease.until)})` : '–'],
-                ['Token', Number.isNaN(detail.lease.token) ? '–' : String(detail.lease.token)],
+                ['Token', String(detail.lease.token)],
                 ['Live', detail.lease.live ? 'yes' : 'no (lapsed or finished)'],
               ])
             : el('p', { class: 'muted' }, 'Not leased.'),

@@ -50,8 +50,8 @@ export function follow(context: PageContext, handlers: LiveHandlers, poll: () =>
         );
       } catch (error) {
         if (context.signal.aborted) return;
-        // An older server without the stream: polling alone keeps the page current.
-        if (error instanceof ApiError && error.status === 404) return;
+        // A refused stream (a token revoked meanwhile) is not retried; the polls report the error.
+        if (error instanceof ApiError && error.status >= 400 && error.status < 500) return;
       }
       connected = false;
       if (context.signal.aborted) return;

@@ -2,7 +2,7 @@
  * Overview: per queue, counts by state and their trend over the last minute, paused queues
  * marked; throughput and start lateness over the last hour as live charts (GET /v1/activity).
  */
-import { ApiError, get } from './api.js';
+import { get } from './api.js';
 import { format, lineChart, type Series } from './chart.js';
 import { badge, type Child, el, replace, table } from './dom.js';
 import { follow } from './live.js';
@@ -45,18 +45,9 @@ interface Activity {
   }[];
 }
 
-/** The overview, or (a server without GET /v1/overview) the same built from GET /v1/stats. */
-export async function fetchOverview(): Promise<Overview> {
-  try {
-    return await get<Overview>('v1/overview');
-  } catch (error) {
-    if (!(error instanceof ApiError && error.status === 404)) throw error;
-    const stats = await get<{ queues: QueueOverview[] }>('v1/stats');
-    const totals = Object.fromEntries(
-      COUNT_STATES.map((s) => [s, stats.queues.reduce((n, q) => n + q[s], 0)]),
-    ) as unknown as Counts;
-    return { at: new Date().toISOString(), queues: stats.queues, totals };
-  }
+/** The overview counts (GET /v1/overview). */
+export function fetchOverview(): Promise<Overview> {
+  return get<Overview>('v1/overview');
 }
 
 /** A count, marked `≈` when it is the planner's estimate. */
@@ -125,16 +116,7 @@ export async function renderOverview(context: PageContext): Promise<void> {
 
   let activityAtMs = 0;
   const drawActivity = async () => {
-    let activity: Activity;
-    try {
-      activity = await get<Activity>('v1/activity?minutes=60');
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 404) {
-        replace(charts, el('p', { class: 'muted' }, 'This server has no activity series (GET /v1/activity).'));
-        return;
-      }
-      throw error;
-    }
+    const activity = await get<Activity>('v1/activity?minutes=60');
     activityAtMs = Date.now();
     const from = Date.parse(activity.from);
     const to = Date.parse(activity.to);
