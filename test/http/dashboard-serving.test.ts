@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDashboardPath } from '../../src/dashboard/dashboard-path.js';
 import { DASHBOARD_CSP } from '../../src/dashboard/dashboard-page.js';
+import { parseDashboardPath } from '../../src/dashboard/dashboard-path.js';
 import { Docket } from '../../src/docket.js';
 import { createApp, loadServerConfig } from '../../src/http/server.js';
 import { createTestDatabase, type TestDatabase } from '../support/stores.js';
