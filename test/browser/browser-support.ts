@@ -15,10 +15,13 @@ export const CHROMIUM_PATH = process.env.DOCKET_TEST_CHROMIUM ?? '/usr/bin/chrom
 export const ARTIFACTS_DIR = join(process.cwd(), 'test-artifacts', 'dashboard');
 
 /** Why the browser tests cannot run here, or undefined when they can. In CI a reason is a failure. */
-export function browserMissingReason(): string | undefined {
-  if (existsSync(CHROMIUM_PATH)) return undefined;
-  const reason = `chromium is not installed at ${CHROMIUM_PATH} (apt-get install -y chromium)`;
-  if (process.env.CI === 'true') throw new Error(`${reason}; with CI=true the browser tests must run`);
+export function browserMissingReason(
+  path: string = CHROMIUM_PATH,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  if (existsSync(path)) return undefined;
+  const reason = `chromium is not installed at ${path} (apt-get install -y chromium)`;
+  if (env.CI === 'true') throw new Error(`${reason}; with CI=true the browser tests must run`);
   return reason;
 }
 
