@@ -56,9 +56,11 @@ export function lineChart(
     svg('text', { x: PAD.left - 4, y: y(0), 'text-anchor': 'end' }, '0'),
     svg('text', { x: PAD.left, y: HEIGHT - 4 }, clock(from)),
     svg('text', { x: WIDTH - PAD.right, y: HEIGHT - 4, 'text-anchor': 'end' }, clock(to)),
-    // Dots as well as lines: a minute with completions between idle ones is a single point.
+    // Dots on the non-zero points as well as lines: a busy minute between idle ones is a single point.
     ...series.flatMap((s, i) =>
-      s.points.map((p) => svg('circle', { class: `s${i % 4}`, cx: x(p.t).toFixed(1), cy: y(p.v).toFixed(1), r: 2.5 })),
+      s.points
+        .filter((p) => p.v > 0)
+        .map((p) => svg('circle', { class: `s${i % 4}`, cx: x(p.t).toFixed(1), cy: y(p.v).toFixed(1), r: 2.5 })),
     ),
     ...series.map((s, i) =>
       svg('polyline', {
