@@ -20,6 +20,8 @@ export const DASHBOARD_STYLE = `
   }
 }
 * { box-sizing: border-box; }
+/* The hidden attribute wins over the display rules below (a label is flex). */
+[hidden] { display: none !important; }
 body { margin: 0; background: var(--bg); color: var(--text); }
 a { color: var(--accent); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }

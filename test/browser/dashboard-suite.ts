@@ -349,6 +349,8 @@ export function dashboardSuite(kind: StoreKind): void {
 
         await admin.goto(`${server.url}/#/dead?queue=bulk`);
         await admin.getByRole('link', { name: '50000000', exact: true }).waitFor();
+        // The reschedule time is asked for only when that is the action.
+        expect(await admin.getByLabel('New run time (reschedule)').isVisible()).toBe(false);
         await admin.getByRole('button', { name: 'Select all matching…' }).click();
         const dialog = admin.getByRole('dialog');
         await expect
