@@ -198,6 +198,33 @@ await step("import('docket') and 'docket/http' from ESM run a job on SQLite", ()
   assert(stdout.includes('esm ok'), `unexpected output: ${stdout}`);
 });
 
+await step('the dashboard is served from the compiled modules of the package (no TypeScript at run time)', () => {
+  // The page's modules must be the .js that npm run build compiled (a user's install has no
+  // TypeScript to compile them with): the package ships them, and they are what is served.
+  const compiled = join(app, 'node_modules', 'docket', 'dist', 'dashboard', 'client', 'main.js');
+  assert(existsSync(compiled), 'the package has no dist/dashboard/client/main.js');
+  const expected = readFileSync(compiled, 'utf8').replace(/\n\/\/# sourceMappingURL=.*$/, '');
+  writeFileSync(
+    join(app, 'dashboard-sample.mjs'),
+    `import { Docket } from 'docket';\nimport { createApp } from 'docket/http';\n` +
+      `const docket = await Docket.open({ url: 'sqlite::memory:' });\nconst app = createApp(docket);\n` +
+      `const page = await app.request('http://127.0.0.1/', { headers: { host: '127.0.0.1' } });\n` +
+      `const html = await page.text();\nconst main = html.match(/assets\\/[0-9a-f]+\\/main\\.js/)?.[0];\n` +
+      `if (page.status !== 200 || !main) throw new Error('no dashboard page: ' + page.status);\n` +
+      `if (!page.headers.get('content-security-policy')?.includes("default-src 'self'")) throw new Error('no CSP');\n` +
+      `for (const name of ['main.js', 'api.js', 'style.css']) {\n` +
+      `  const asset = await app.request('http://127.0.0.1/' + main.replace('main.js', name), { headers: { host: '127.0.0.1' } });\n` +
+      `  const body = await asset.text();\n` +
+      `  if (asset.status !== 200 || body.length < 100) throw new Error(name + ': ' + asset.status);\n` +
+      `  if (name.endsWith('.js') && /^export (interface|type) /m.test(body)) throw new Error(name + ' is not compiled');\n` +
+      `}\nconst served = await (await app.request('http://127.0.0.1/' + main, { headers: { host: '127.0.0.1' } })).text();\n` +
+      `if (served !== ${JSON.stringify(expected)}) throw new Error('main.js is not the compiled file of the package');\n` +
+      `await app.close();\nawait docket.close();\nconsole.log('dashboard ok');\n`,
+  );
+  const { stdout } = run(process.execPath, ['dashboard-sample.mjs'], { cwd: app, timeoutMs: 60_000 });
+  assert(stdout.includes('dashboard ok'), `unexpected output: ${stdout}`);
+});
+
 await step("require('docket') and require('docket/http') from CommonJS (require(esm))", () => {
   writeFileSync(
     join(app, 'cjs-sample.js'),

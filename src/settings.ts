@@ -264,6 +264,7 @@ export const SERVE_ONLY_SETTING_KEYS = [
   'webhookTimeoutMs',
   'webhookRetryAfterCapMs',
   'receiptSecret',
+  'dashboardPath',
 ] as const;
 /** A key of {@link SERVE_ONLY_SETTING_KEYS}. */
 export type ServeOnlySettingKey = (typeof SERVE_ONLY_SETTING_KEYS)[number];

@@ -479,6 +479,16 @@ export function openApiDocument(): Record<string, unknown> {
       },
     },
     Worker: workerSchema,
+    Whoami: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name', 'scopes', 'authenticated'],
+      properties: {
+        name: { type: 'string', description: 'The token name; `anonymous` without tokens.' },
+        scopes: { type: 'array', items: { type: 'string', enum: ['admin', 'read', 'submit', 'worker'] } },
+        authenticated: { type: 'boolean', description: 'False when the server has no tokens (loopback only).' },
+      },
+    },
     WorkerList: {
       type: 'object',
       additionalProperties: false,
@@ -600,6 +610,16 @@ export function openApiDocument(): Record<string, unknown> {
         get: op('read', 'The live worker registry: local and remote workers of every process sharing the store.', {
           '200': ok('Live workers', ref('WorkerList')),
         }),
+      },
+      '/v1/whoami': {
+        get: {
+          ...op('read', 'What the calling token may do: its name and scopes (the dashboard hides what it lacks).', {
+            '200': ok('The caller', ref('Whoami')),
+          }),
+          // Any valid token may ask, whatever its scopes.
+          description: 'Any valid token (no scope needed).',
+          security: [{ bearer: [] }],
+        },
       },
       ...schedules.paths,
       ...(dashboard.paths as Record<string, Record<string, Record<string, unknown>>>),

@@ -17,6 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DEFAULT_DASHBOARD_PATH, parseDashboardPath } from '../dashboard/dashboard-path.js';
 import type { DocketOptions } from '../docket.js';
 import { BUILTIN_QUEUE, WEBHOOK_KIND } from '../job/builtin-kinds.js';
 import { ConfigurationError, ValidationError } from '../job/errors.js';
@@ -73,6 +74,8 @@ export interface ServerConfig {
   receiptSecret: string | undefined;
   /** A handlers module (`docket serve --handlers FILE`) whose kinds get a local worker; none when unset. */
   handlers: string | undefined;
+  /** Where the dashboard is served (`/` by default); false for no dashboard. */
+  dashboardPath: string | false;
   /** How long a graceful stop lets in-flight requests, then running handlers, finish, ms. */
   shutdownGraceMs: number;
   /** Store options, retention, pruning and unhandled parking for `Docket.open`; only those set. */
@@ -307,6 +310,24 @@ const SERVE_ONLY_SPECS = {
     fromText: text,
     schema: z.string().min(16, { error: 'must be at least 16 characters (use a random secret)' }),
     fallback: undefined,
+  },
+  dashboardPath: {
+    flag: '--dashboard-path',
+    env: 'DOCKET_DASHBOARD_PATH',
+    kind: 'string',
+    description: 'where the operator\'s dashboard is served ("/", "/ops", …), or "off" for none',
+    defaultText: '/',
+    fromText: text,
+    // The one parser of createApp's `dashboardPath` too, so both refuse the same values alike.
+    schema: z.unknown().transform((value, ctx) => {
+      const parsed = parseDashboardPath(value);
+      if ('error' in parsed) {
+        ctx.addIssue({ code: 'custom', message: parsed.error });
+        return z.NEVER;
+      }
+      return parsed.path;
+    }),
+    fallback: DEFAULT_DASHBOARD_PATH,
   },
 } as const satisfies Record<ServeOnlySettingKey, ServeOnlySpec>;
 

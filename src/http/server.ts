@@ -24,6 +24,8 @@ import { serve } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { mountDashboard } from '../dashboard/dashboard-page.js';
+import { DEFAULT_DASHBOARD_PATH, parseDashboardPath } from '../dashboard/dashboard-path.js';
 import { Docket } from '../docket.js';
 import { BUILTIN_KINDS, BUILTIN_QUEUE, WEBHOOK_KIND } from '../job/builtin-kinds.js';
 import { ConfigurationError } from '../job/errors.js';
@@ -86,6 +88,11 @@ export interface AppConfig {
    * the bound on a lost hint. Tests raise it so that only a wake-up can answer a poll in time.
    */
   longPollRecheckMs?: number | undefined;
+  /**
+   * Where the operator's dashboard is served, relative to where the app is mounted: `'/'`
+   * (default), `'/ops'`, … or false for none. Read by the same parser as `--dashboard-path`.
+   */
+  dashboardPath?: string | false | undefined;
 }
 
 /** Where the app is served, for the tokenless Host and Origin checks. */
@@ -294,6 +301,15 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
     return c.json({ workers: (await docket.listWorkers()).map(workerJson) });
   });
   app.route('/v1/worker', worker.routes);
+  // Any valid token may ask what it may do: the dashboard hides the actions its token lacks.
+  app.get('/v1/whoami', (c) => {
+    const principal = c.get('principal');
+    return c.json({ name: principal.name, scopes: [...principal.scopes].sort(), authenticated: auth.enabled });
+  });
+
+  const page = parseDashboardPath(config.dashboardPath ?? DEFAULT_DASHBOARD_PATH);
+  if ('error' in page) throw new ConfigurationError(`dashboardPath: ${page.error}`);
+  if (page.path !== false) mountDashboard(app, page.path);
 
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {
@@ -467,6 +483,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       logger,
       receiptSecret: config.receiptSecret,
       longPollRecheckMs: options.longPollRecheckMs,
+      dashboardPath: config.dashboardPath,
     });
     const userKinds = docket.handledKinds().filter((kind) => !BUILTIN_KINDS.includes(kind));
     const [builtinOptions, handlersOptions] = localWorkerOptions(config, userKinds);

@@ -10,7 +10,7 @@ import { CliError } from '../../src/cli/cli-error.js';
 import { DEMO_MARKER_QUEUE, prepareDemoDatabase } from '../../src/cli/demo/run-demo.js';
 import { Docket } from '../../src/docket.js';
 import { createTestDatabase, storeKinds } from '../support/stores.js';
-import { describeRun, REPO_ROOT, runDocket } from './run-docket.js';
+import { describeRun, REPO_ROOT, runDocket, startDocket } from './run-docket.js';
 
 describe('docket demo', () => {
   let dir: string;
@@ -37,6 +37,40 @@ describe('docket demo', () => {
     expect(out).not.toContain('FAIL');
     expect(out).toMatch(/all \d+ checks passed/);
   }, 60_000);
+
+  it('with --serve, then serves the dashboard over the story’s store until SIGINT, and exits 0', async () => {
+    const running = startDocket([
+      'demo',
+      '--fast',
+      '--serve',
+      '--port',
+      '0',
+      '--db',
+      `sqlite:${join(dir, 'served.db')}`,
+    ]);
+    try {
+      await expect
+        .poll(() => running.output().stdout, { timeout: 45_000, interval: 200 })
+        .toMatch(/Dashboard: http:\/\/127\.0\.0\.1:\d+\//);
+      const url = /Dashboard: (http:\/\/127\.0\.0\.1:\d+)\//.exec(running.output().stdout)?.[1];
+      const page = await fetch(`${url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
+      // The story's dead letter is there for the page's Retry button (tokenless: loopback rules).
+      const dead = (await (await fetch(`${url}/v1/dead-letters`)).json()) as { jobs: { kind: string }[] };
+      expect(dead.jobs.map((job) => job.kind)).toEqual(['demo.flaky-webhook']);
+    } finally {
+      running.child.kill('SIGINT');
+    }
+    const result = await running.exited;
+    expect(result.code, describeRun(result)).toBe(0);
+  }, 60_000);
+
+  it('refuses --port without --serve with exit 2', async () => {
+    const result = await runDocket(['demo', '--fast', '--port', '9000', '--db', `sqlite:${join(dir, 'x.db')}`]);
+    expect(result.code, describeRun(result)).toBe(2);
+    expect(result.stderr).toContain('--port applies to --serve only');
+  });
 
   it('refuses an in-memory store, which its worker processes could not share, with exit 2', async () => {
     const result = await runDocket(['demo', '--fast', '--db', 'sqlite::memory:']);

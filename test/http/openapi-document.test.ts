@@ -141,6 +141,7 @@ for (const kind of storeKinds()) {
       await check('POST', '/v1/dead-letters/purge', '/v1/dead-letters/purge', { ids: ['1'] });
       await check('GET', '/v1/stats', '/v1/stats');
       await check('GET', '/v1/workers', '/v1/workers');
+      await check('GET', '/v1/whoami', '/v1/whoami');
       const schedule = { id: 'doc-s', cron: '0 * * * *', job: { kind: 'doc.scheduled' } };
       await check('POST', '/v1/schedules', '/v1/schedules', schedule);
       await check('GET', '/v1/schedules', '/v1/schedules');

@@ -208,6 +208,7 @@ const SAMPLE_FILE: Record<string, unknown> = {
   webhookTimeoutMs: 2000,
   webhookRetryAfterCapMs: 60_000,
   receiptSecret: 'receipt-secret-0123456789',
+  dashboardPath: '/ops',
 };
 
 /** Text of a sample value, as a flag or variable carries it. */

@@ -48,7 +48,11 @@ export function serveCommand() {
       config,
       setup: handlers === undefined ? undefined : (docket) => loadHandlers(docket, handlers),
     });
-    process.stderr.write(`docket: serving on ${server.url} (SIGTERM or Ctrl-C stops it)\n`);
+    const dashboard =
+      config.dashboardPath === false
+        ? ''
+        : `; dashboard at ${server.url}${config.dashboardPath === '/' ? '/' : `${config.dashboardPath}/`}`;
+    process.stderr.write(`docket: serving on ${server.url}${dashboard} (SIGTERM or Ctrl-C stops it)\n`);
     await stopRequested;
     await server.close();
   });

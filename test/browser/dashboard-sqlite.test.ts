@@ -1,0 +1,3 @@
+import { dashboardSuite } from './dashboard-suite.js';
+
+dashboardSuite('sqlite');
