@@ -19,6 +19,7 @@ import {
 import { afterJobId, MAX_JOB_ID, MAX_PURGE_IDS, numberText, pageSize, purgeIds } from '../job/list-params.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
+import { boundedSearch, type SearchPage } from './bounded-search.js';
 import { badRequest, HttpError, notFound } from './http-error.js';
 import { jobIdParam, readBody, readJson, readQuery } from './request-input.js';
 import type { DestinationGuard } from './ssrf-guard.js';
@@ -63,6 +64,15 @@ export function jobJson(job: Job) {
     createdAt: job.createdAt.toISOString(),
     finishedAt: job.finishedAt?.toISOString() ?? null,
     startedAt: job.startedAt?.toISOString() ?? null,
+  };
+}
+
+/** A list page as the API answers it (`searchedThrough` only when a bounded search stopped early). */
+function searchPageJson(page: SearchPage) {
+  return {
+    jobs: page.jobs.map(jobJson),
+    next: page.next,
+    ...(page.searchedThrough === undefined ? {} : { searchedThrough: page.searchedThrough }),
   };
 }
 
@@ -230,8 +240,13 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
     // One `state` parameter, so a wrong item is named `state` rather than `states[i]`.
     const filter = parseJobFilterText(query);
     const { limit, afterId, order } = listPage(query);
-    const jobs = await docket.listJobs({ ...filter, limit, afterId, order });
-    return c.json({ jobs: jobs.map(jobJson), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null });
+    const started = performance.now();
+    const page = await boundedSearch(
+      (params) => docket.listJobs(params),
+      { filter, limit, afterId, order },
+      () => performance.now() - started,
+    );
+    return c.json(searchPageJson(page));
   });
 
   routes.get('/jobs/:id', requireScope('read'), async (c) => {
@@ -255,8 +270,13 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
     const query = readQuery(c, listDeadLettersQuerySchema);
     const filter = parseJobFilterText(query);
     const { limit, afterId, order } = listPage(query);
-    const jobs = await docket.listDeadLetters({ ...filter, limit, afterId, order });
-    return c.json({ jobs: jobs.map(jobJson), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null });
+    const started = performance.now();
+    const page = await boundedSearch(
+      (params) => docket.listDeadLetters(params),
+      { filter, limit, afterId, order },
+      () => performance.now() - started,
+    );
+    return c.json(searchPageJson(page));
   });
 
   routes.post('/dead-letters/:id/retry', requireScope('admin'), async (c) => {

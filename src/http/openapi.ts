@@ -414,6 +414,11 @@ const page = (items: string) => ({
   properties: {
     jobs: { type: 'array', items: ref(items) },
     next: { ...nullable({ type: 'string' }), description: 'Pass as `after` for the next page; null on the last.' },
+    searchedThrough: {
+      type: 'string',
+      description:
+        'Present when a payload filter searched a bounded span of ids and stopped there (the last id searched); `next` goes on from it. The page may then hold fewer jobs than `limit`, even none.',
+    },
   },
 });
 

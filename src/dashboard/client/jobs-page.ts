@@ -124,7 +124,7 @@ export async function renderJobs(context: PageContext, mode: 'jobs' | 'dead'): P
   const before: (string | undefined)[] = [];
   let cursor: string | undefined;
   const load = async (after: string | undefined) => {
-    const page = await get<{ jobs: JobJson[]; next: string | null }>(
+    const page = await get<{ jobs: JobJson[]; next: string | null; searchedThrough?: string }>(
       `${listPath}${query({ ...filter, order: order === 'desc' ? 'desc' : undefined, limit: 50, after })}`,
     );
     cursor = after;
@@ -154,7 +154,14 @@ export async function renderJobs(context: PageContext, mode: 'jobs' | 'dead'): P
         },
         'Next →',
       ),
-      el('span', { class: 'muted' }, `${page.jobs.length} shown`),
+      el(
+        'span',
+        { class: 'muted', 'data-testid': 'shown' },
+        // A payload search reads a bounded span of ids per page; say where it stopped.
+        page.searchedThrough === undefined
+          ? `${page.jobs.length} shown`
+          : `${page.jobs.length} shown; searched through id ${page.searchedThrough}, Next searches further`,
+      ),
     );
   };
 
