@@ -18,12 +18,14 @@
  *   or left leased.
  * - Reads fan out and merge: lists by id (shard-major, so keyset pages are exact), counts summed.
  */
+
+import pg from 'pg';
 import type { Clock, ClockTimer } from '../../clock/clock.js';
 import { systemClock } from '../../clock/clock.js';
-import { ConfigurationError, DocketError } from '../../job/errors.js';
+import { ConfigurationError, DocketError, IdempotencyConflictError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import type { JobSpec } from '../../job/job-spec.js';
-import { assertBatchKeysAgree, idempotencyScope } from '../idempotency.js';
+import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempotencyScope } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
 import type {
@@ -416,24 +418,67 @@ export class ShardedStore implements Store {
       );
       return answered;
     }
-    // A batch over several shards is atomic per shard: each shard writes its part in one statement.
-    await Promise.all(
-      [...groups.entries()].map(async ([shard, indexes]) => {
-        const answered = await this.onShard(shard, (store) =>
-          store.jobSubmit({
-            jobs: indexes.map((index) => jobs[index]!),
-            ids: givenIds === undefined ? undefined : indexes.map((index) => givenIds[index]!),
-            ...(params.now ? { now: params.now } : {}),
-          }),
-        );
-        for (const [position, index] of indexes.entries()) results[index] = answered[position]!;
+    const parts = [...groups.entries()].map(([shard, indexes]) => ({
+      shard,
+      indexes,
+      params: {
+        jobs: indexes.map((index) => jobs[index]!),
+        ids: givenIds === undefined ? undefined : indexes.map((index) => givenIds[index]!),
+        ...(params.now ? { now: params.now } : {}),
+      },
+    }));
+    const answers = batchNeedsAtomicKeys(jobs)
+      ? await this.submitAcrossShardsAtomically(parts).catch((error: unknown) => {
+          throw renumberConflict(error, parts, jobs.length);
+        })
+      : // Without keys nothing can half-conflict: each shard writes its part in one statement.
+        await Promise.all(parts.map((part) => this.onShard(part.shard, (store) => store.jobSubmit(part.params))));
+    for (const [partIndex, part] of parts.entries()) {
+      for (const [position, index] of part.indexes.entries()) results[index] = answers[partIndex]![position]!;
+    }
+    return results;
+  }
+
+  /**
+   * A keyed batch over several shards: each part is written inside its own open transaction on
+   * its shard, and all commit only when every part was written, so an idempotency conflict on one
+   * shard rolls back every shard's part (nothing of the batch is written, as on one store). Not
+   * two-phase: a commit lost between two shards' commits leaves the earlier part; the submit
+   * retry sends the same ids again, and each part answers its jobs as already written.
+   */
+  private async submitAcrossShardsAtomically(
+    parts: readonly { shard: Shard; params: JobSubmitParams }[],
+  ): Promise<SubmitResult[][]> {
+    const clients = await Promise.all(
+      parts.map(async (part) => {
+        const client = new pg.Client({ connectionString: part.shard.location.url });
+        client.on('error', () => {});
+        await client.connect();
+        return client;
       }),
     );
-    return results;
+    try {
+      await Promise.all(clients.map((client) => client.query('BEGIN')));
+      const answers = await Promise.all(
+        parts.map((part, index) =>
+          this.onShard(part.shard, (store) => store.jobSubmit({ ...part.params, transaction: clients[index] })),
+        ),
+      );
+      for (const client of clients) await client.query('COMMIT');
+      return answers;
+    } catch (error) {
+      await Promise.all(clients.map((client) => client.query('ROLLBACK').catch(() => undefined)));
+      throw error;
+    } finally {
+      await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    }
   }
 
   /** A keyed job's shard: the one its idempotency scope hashes to. */
   private keyedShard(spec: JobSpec): Shard | null {
+    // A schedule's run lives with its schedule (one (schedule, slot) key per shard).
+    if (spec.scheduleId !== null && spec.scheduleId !== undefined)
+      return this.shardForKey(`schedule:${spec.scheduleId}`);
     return spec.idempotencyKey === null ? null : this.shardForKey(idempotencyScope(spec));
   }
 
@@ -497,34 +542,49 @@ export class ShardedStore implements Store {
 
   // ---- claims ----
 
+  /**
+   * Claims from every live shard at once (see the file header), in rounds: a shard that filled
+   * its share may hold more, so while the claim is short those shards are asked again for the
+   * rest. The answer is sorted by priority, run_at, id, and what is beyond the limit stays leased
+   * in the surplus for the next claim. Order is exact within a shard; across shards only within
+   * what one claim collected (docs/sharding.md).
+   */
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
     if (!Number.isInteger(params.limit) || params.limit <= 0) return this.shards[0]!.store.jobClaim(params);
-    this.releaseAgedSurplus();
-    const fromSurplus = this.takeSurplus(params);
-    if (fromSurplus.length >= params.limit) return fromSurplus;
-    const wanted = params.limit - fromSurplus.length;
-    const shards = this.claimRotation.order(this.liveShards());
-    if (shards.length === 0) {
-      if (fromSurplus.length > 0) return fromSurplus;
-      throw this.unavailable('claim');
-    }
-    const shares = splitClaimLimit(wanted, shards.length);
-    const answers = await this.fanOutWithStragglers(
-      shards.map((shard, index) => ({
-        shard,
-        call: (store: Store) => store.jobClaim({ ...params, limit: shares[index]! }),
-      })),
-      (shard, late: ClaimedJob[]) => this.keepSurplus(shard, late, params.leaseMs),
-    );
-    const claimed: ClaimedJob[] = [...fromSurplus];
-    for (const { shard, value } of answers.values) {
-      for (const job of value) {
-        if (claimed.length < params.limit) claimed.push(job);
-        else this.keepSurplus(shard, [job], params.leaseMs);
+    this.releaseAgedSurplus(params.now);
+    const collected = this.takeSurplus(params);
+    let shards = this.claimRotation.order(this.liveShards());
+    if (shards.length === 0 && collected.length === 0) throw this.unavailable('claim');
+    let firstRound = true;
+    const errors: unknown[] = [];
+    let answered = 0;
+    while (shards.length > 0 && (firstRound || collected.length < params.limit)) {
+      // Every shard is asked at least once per claim (one job at least), so none starves.
+      const shares = splitClaimLimit(Math.max(0, params.limit - collected.length), shards.length);
+      const round = await this.fanOutWithStragglers(
+        shards.map((shard, index) => ({
+          shard,
+          call: (store: Store) => store.jobClaim({ ...params, limit: shares[index]! }),
+        })),
+        (shard, late: ClaimedJob[]) => this.keepSurplus(shard, late, params.leaseMs),
+      );
+      errors.push(...round.errors);
+      answered += round.values.length;
+      const full: Shard[] = [];
+      for (const { shard, value } of round.values) {
+        collected.push(...value);
+        if (value.length >= shares[shards.indexOf(shard)]!) full.push(shard);
       }
+      shards = full;
+      firstRound = false;
     }
-    if (claimed.length === 0 && answers.values.length === 0 && answers.errors.length > 0) throw answers.errors[0];
-    return claimed;
+    if (collected.length === 0 && answered === 0 && errors.length > 0) throw errors[0];
+    collected.sort(claimOrder);
+    for (const job of collected.slice(params.limit)) {
+      const shard = this.shardOfId(job.id);
+      if (shard) this.keepSurplus(shard, [job], params.leaseMs, false);
+    }
+    return collected.slice(0, params.limit);
   }
 
   /**
@@ -579,7 +639,7 @@ export class ShardedStore implements Store {
     return { values, errors };
   }
 
-  private keepSurplus(shard: Shard, jobs: readonly ClaimedJob[], leaseMs: number): void {
+  private keepSurplus(shard: Shard, jobs: readonly ClaimedJob[], leaseMs: number, wake = true): void {
     if (jobs.length === 0) return;
     if (this.closed) {
       void this.releaseJobs(shard, jobs);
@@ -589,7 +649,8 @@ export class ShardedStore implements Store {
     const maxAgeMs = Math.min(SURPLUS_MAX_AGE_MS, Math.floor(leaseMs / 6));
     for (const job of jobs) this.surplus.push({ job, shard, at, maxAgeMs });
     this.armSurplusTimer();
-    this.wake({ runAt: null });
+    // Jobs that arrived after their claim gave up waiting: a claimer should come for them.
+    if (wake) this.wake({ runAt: null });
   }
 
   /** Surplus jobs this claim may take (its queues and kinds), oldest first, up to its limit. */
@@ -604,12 +665,18 @@ export class ShardedStore implements Store {
     return taken;
   }
 
-  private releaseAgedSurplus(): void {
+  /**
+   * Releases surplus jobs too old to hand out: older than their max age, or (with a pinned
+   * database instant, as tests and simulations pin it) whose lease ends by then.
+   */
+  private releaseAgedSurplus(pinnedNow?: Date): void {
     const now = this.clock.monotonic();
-    const aged = this.surplus.filter((entry) => now - entry.at > entry.maxAgeMs);
-    if (aged.length === 0) return;
-    this.surplus = this.surplus.filter((entry) => now - entry.at <= entry.maxAgeMs);
-    for (const entry of aged) void this.releaseJobs(entry.shard, [entry.job]);
+    const aged = (entry: SurplusJob) =>
+      now - entry.at > entry.maxAgeMs || (pinnedNow !== undefined && entry.job.leaseUntil <= pinnedNow);
+    const old = this.surplus.filter(aged);
+    if (old.length === 0) return;
+    this.surplus = this.surplus.filter((entry) => !aged(entry));
+    for (const entry of old) void this.releaseJobs(entry.shard, [entry.job]);
   }
 
   private armSurplusTimer(): void {
@@ -989,6 +1056,11 @@ export class ShardedStore implements Store {
   }
 }
 
+/** A single store's claim order: priority (lower first), then run_at, then id. */
+function claimOrder(a: ClaimedJob, b: ClaimedJob): number {
+  return a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || Number(a.id) - Number(b.id);
+}
+
 /** Whether a claim with these filters could have claimed `job`. */
 function claimMatches(params: JobClaimParams, job: ClaimedJob): boolean {
   if (params.queues !== undefined && !params.queues.includes(job.queue)) return false;
@@ -1015,6 +1087,29 @@ function earliestPause(states: readonly QueueState[]): QueueState {
   const paused = states.filter((state) => state.paused && state.pausedAt !== null);
   if (paused.length === 0) return states[0]!;
   return paused.reduce((a, b) => (a.pausedAt! <= b.pausedAt! ? a : b));
+}
+
+/**
+ * A part's idempotency conflict names the job's position in that part; the caller sent the whole
+ * batch, so the error names its position there (`jobs[i].idempotencyKey`), as one store would.
+ */
+function renumberConflict(
+  error: unknown,
+  parts: readonly { indexes: readonly number[]; params: JobSubmitParams }[],
+  batchSize: number,
+): unknown {
+  if (!(error instanceof IdempotencyConflictError)) return error;
+  const local = /^jobs\[(\d+)\]\.idempotencyKey$/.exec(error.field);
+  const localIndex = local ? Number(local[1]) : error.field === 'idempotencyKey' ? 0 : null;
+  if (localIndex === null) return error;
+  const part = parts.find((each) => {
+    const spec = each.params.jobs[localIndex];
+    return spec !== undefined && error.message.includes(JSON.stringify(spec.idempotencyKey));
+  });
+  const index = part?.indexes[localIndex];
+  if (index === undefined) return error;
+  const reason = error.message.slice(error.field.length + 2);
+  return new IdempotencyConflictError(idempotencyField(index, batchSize), error.existingId, reason);
 }
 
 /** One item of each list in turn: [[a1, a2], [b1]] → [a1, b1, a2]. */
