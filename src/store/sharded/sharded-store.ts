@@ -25,6 +25,7 @@ import { systemClock } from '../../clock/clock.js';
 import { ConfigurationError, DocketError, IdempotencyConflictError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import type { JobSpec } from '../../job/job-spec.js';
+import { normalizeScheduleSpec, type Schedule, type ScheduleSpec } from '../../schedule/schedule.js';
 import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempotencyScope } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
@@ -72,6 +73,7 @@ import {
   planShardNumbers,
   readShardIdentity,
   type ShardLocation,
+  setShardDraining,
   shardLocation,
 } from './shard-identity.js';
 import { shardNumberOfId } from './shard-ids.js';
@@ -83,6 +85,8 @@ export const CLAIM_STRAGGLER_MS = 200;
 export const SHARD_PROBE_INTERVAL_MS = 1000;
 /** Surplus claimed jobs older than this are released instead of handed out, ms (capped by lease/6). */
 export const SURPLUS_MAX_AGE_MS = 5000;
+/** How often a sharded store re-reads its shards' draining flags, ms. */
+export const IDENTITY_REFRESH_MS = 5000;
 /** How long a reserved id keeps the id it was exchanged for (covers the submit retry window), ms. */
 const EXCHANGED_ID_TTL_MS = 120_000;
 
@@ -176,12 +180,15 @@ export class ShardedStore implements Store {
   /** Reserved id → the id it was exchanged for on the shard its job had to go to. */
   private readonly exchangedIds = new Map<string, { id: string; at: number }>();
   private closed = false;
+  private refreshedAt: number;
+  private refreshing: Promise<void> | undefined;
 
   private constructor(
     readonly shards: readonly Shard[],
     private readonly clock: Clock,
   ) {
     for (const shard of shards) this.byNumber.set(shard.number, shard);
+    this.refreshedAt = clock.monotonic();
     this.capabilities = Object.freeze({
       listenNotify: shards.every((shard) => shard.store.capabilities.listenNotify),
       skipLocked: true,
@@ -226,6 +233,76 @@ export class ShardedStore implements Store {
       await Promise.all(stores.map((store) => store.close().catch(() => {})));
       throw error;
     }
+  }
+
+  /**
+   * Drains one shard (named by a URL of the list, matched as the duplicate check matches): marks
+   * it draining in its own identity row, so every process that re-reads identities (every
+   * {@link IDENTITY_REFRESH_MS}) stops routing new work to it, and moves its schedules to the
+   * shards their ids now hash to. Its jobs stay and run; {@link shardLoad} says when none is left.
+   * `draining: false` undoes it.
+   */
+  async setDraining(url: string, draining: boolean): Promise<{ number: number; schedulesMoved: number }> {
+    const shard = this.shardByUrl(url);
+    if (draining && this.shards.every((other) => other === shard || other.draining)) {
+      throw new ConfigurationError('cannot drain the last shard that takes new work');
+    }
+    await setShardDraining(shard.location, draining);
+    shard.draining = draining;
+    let schedulesMoved = 0;
+    if (draining) {
+      for (let afterId: string | undefined; ; ) {
+        const page = await shard.store.scheduleList({ limit: 100, ...(afterId ? { afterId } : {}) });
+        if (page.length === 0) break;
+        for (const schedule of page) {
+          // The schedule's own spec fields, re-created on its new shard (scheduleUpsert deletes the old copy).
+          await this.scheduleUpsert({ spec: scheduleSpecOf(schedule) });
+          schedulesMoved += 1;
+        }
+        afterId = page.at(-1)!.id;
+      }
+    }
+    return { number: shard.number, schedulesMoved };
+  }
+
+  /** Live (pending or running) jobs and schedules a shard still holds: 0 and 0 means a drained shard can be removed. */
+  async shardLoad(url: string): Promise<{ number: number; live: number; schedules: number; draining: boolean }> {
+    const shard = this.shardByUrl(url);
+    const stats = await this.onShard(shard, (store) => store.queueStats());
+    const live = stats.reduce((sum, queue) => sum + queue.scheduled + queue.available + queue.running, 0);
+    const schedules = (await this.onShard(shard, (store) => store.scheduleList({ limit: 1000 }))).length;
+    return { number: shard.number, live, schedules, draining: shard.draining };
+  }
+
+  private shardByUrl(url: string): Shard {
+    const key = normalisedShardKey(url);
+    const shard = this.shards.find((each) => normalisedShardKey(each.location.given) === key);
+    if (!shard) {
+      throw new ConfigurationError(
+        `${redactStoreUrl(url)} is not one of the shards (${this.shards.map((each) => redactStoreUrl(each.location.given)).join(', ')})`,
+      );
+    }
+    return shard;
+  }
+
+  /** Re-reads every shard's draining flag (another process may have drained one), at most every {@link IDENTITY_REFRESH_MS}. */
+  private refreshIdentitiesSoon(): void {
+    const now = this.clock.monotonic();
+    if (this.refreshing || now - this.refreshedAt < IDENTITY_REFRESH_MS) return;
+    this.refreshedAt = now;
+    this.refreshing = (async () => {
+      for (const shard of this.shards) {
+        if (shard.downSince !== null) continue;
+        try {
+          const identity = await readShardIdentity(shard.location);
+          if (identity && identity.shardNumber === shard.number) shard.draining = identity.draining;
+        } catch {
+          // A shard that cannot answer keeps its last known flag; its health is the claims' business.
+        }
+      }
+    })().finally(() => {
+      this.refreshing = undefined;
+    });
   }
 
   /** The shards, by number: for `docket shards` and tests. */
@@ -281,6 +358,7 @@ export class ShardedStore implements Store {
 
   /** Shards that take new keyless work, healthy first (down ones last, as a last resort). */
   private writableShards(): Shard[] {
+    this.refreshIdentitiesSoon();
     const active = this.shards.filter((shard) => !shard.draining);
     if (active.length === 0) throw new ConfigurationError('every shard is draining: no shard accepts new jobs');
     const healthy = this.roundRobin.order(active.filter((shard) => shard.downSince === null));
@@ -289,6 +367,7 @@ export class ShardedStore implements Store {
 
   /** The shard numbers keys hash over: those not draining. */
   private keyShardNumbers(): number[] {
+    this.refreshIdentitiesSoon();
     const numbers = this.shards.filter((shard) => !shard.draining).map((shard) => shard.number);
     if (numbers.length === 0) throw new ConfigurationError('every shard is draining: no shard accepts new jobs');
     return numbers;
@@ -404,6 +483,28 @@ export class ShardedStore implements Store {
     assertBatchKeysAgree(jobs);
     const targets = ids === undefined ? this.targetsWithoutIds(jobs) : this.targetsForIds(jobs, ids);
     const givenIds = ids === undefined ? undefined : await this.exchangeIds(ids, targets);
+    // Each reserved id is pinned to where it is sent: should the send's outcome be unknown, the
+    // retry (same reserved ids) goes there again. Unpinned once answered, or when the shard
+    // provably never received it (the connection was refused), so the retry may go elsewhere.
+    const pin = (indexes: readonly number[]) => {
+      if (ids === undefined || givenIds === undefined) return;
+      const at = this.clock.monotonic();
+      for (const index of indexes) this.exchangedIds.set(ids[index]!, { id: givenIds[index]!, at });
+    };
+    const unpin = (indexes: readonly number[]) => {
+      if (ids !== undefined) for (const index of indexes) this.exchangedIds.delete(ids[index]!);
+    };
+    const sent = async <T>(indexes: readonly number[], send: () => Promise<T>): Promise<T> => {
+      pin(indexes);
+      try {
+        const answer = await send();
+        unpin(indexes);
+        return answer;
+      } catch (error) {
+        if (neverReachedServer(error)) unpin(indexes);
+        throw error;
+      }
+    };
     const groups = new Map<Shard, number[]>();
     for (const [index, shard] of targets.entries()) {
       const group = groups.get(shard) ?? [];
@@ -412,11 +513,12 @@ export class ShardedStore implements Store {
     }
     const results: SubmitResult[] = new Array(jobs.length);
     if (groups.size === 1) {
-      const [shard] = groups.keys();
-      const answered = await this.onShard(shard!, (store) =>
-        store.jobSubmit({ jobs, ids: givenIds, ...(params.now ? { now: params.now } : {}) }),
+      const [[shard, indexes]] = [...groups.entries()] as [[Shard, number[]]];
+      return sent(indexes, () =>
+        this.onShard(shard, (store) =>
+          store.jobSubmit({ jobs, ids: givenIds, ...(params.now ? { now: params.now } : {}) }),
+        ),
       );
-      return answered;
     }
     const parts = [...groups.entries()].map(([shard, indexes]) => ({
       shard,
@@ -428,11 +530,18 @@ export class ShardedStore implements Store {
       },
     }));
     const answers = batchNeedsAtomicKeys(jobs)
-      ? await this.submitAcrossShardsAtomically(parts).catch((error: unknown) => {
+      ? await sent(
+          jobs.map((_, index) => index),
+          () => this.submitAcrossShardsAtomically(parts),
+        ).catch((error: unknown) => {
           throw renumberConflict(error, parts, jobs.length);
         })
       : // Without keys nothing can half-conflict: each shard writes its part in one statement.
-        await Promise.all(parts.map((part) => this.onShard(part.shard, (store) => store.jobSubmit(part.params))));
+        await Promise.all(
+          parts.map((part) =>
+            sent(part.indexes, () => this.onShard(part.shard, (store) => store.jobSubmit(part.params))),
+          ),
+        );
     for (const [partIndex, part] of parts.entries()) {
       for (const [position, index] of part.indexes.entries()) results[index] = answers[partIndex]![position]!;
     }
@@ -1056,6 +1165,26 @@ export class ShardedStore implements Store {
   }
 }
 
+/** A stored schedule as the spec that re-creates it (a record read back is a valid input). */
+function scheduleSpecOf(schedule: Schedule): ScheduleSpec {
+  const { id, cron, timeZone, job, jitterMs, jitterMode, misfire, paused } = schedule;
+  // A record says "no time limit" as null; an input says it by leaving timeoutMs out.
+  const { timeoutMs, ...jobFields } = job;
+  const jobInput = timeoutMs === null ? jobFields : { ...jobFields, timeoutMs };
+  // The window and run cap are stored for every policy but accepted only with catch_up.
+  const misfireInput = misfire.policy === 'catch_up' ? misfire : { policy: misfire.policy };
+  return normalizeScheduleSpec({
+    id,
+    cron,
+    timeZone,
+    job: jobInput,
+    jitterMs,
+    jitterMode,
+    misfire: misfireInput,
+    paused,
+  });
+}
+
 /** A single store's claim order: priority (lower first), then run_at, then id. */
 function claimOrder(a: ClaimedJob, b: ClaimedJob): number {
   return a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || Number(a.id) - Number(b.id);
@@ -1110,6 +1239,23 @@ function renumberConflict(
   if (index === undefined) return error;
   const reason = error.message.slice(error.field.length + 2);
   return new IdempotencyConflictError(idempotencyField(index, batchSize), error.existingId, reason);
+}
+
+/**
+ * Whether a connection error happened before anything reached the server (refused, unresolvable,
+ * unreachable, timed out connecting, or refused at startup): then nothing was written, for sure.
+ * Any other loss (a connection dropped mid-statement) leaves the outcome unknown.
+ */
+function neverReachedServer(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    typeof code === 'string' &&
+    ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P03'].includes(code)
+  ) {
+    return true;
+  }
+  const message = error instanceof Error ? error.message : '';
+  return /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(message);
 }
 
 /** One item of each list in turn: [[a1, a2], [b1]] → [a1, b1, a2]. */
