@@ -6,7 +6,7 @@
  */
 import { Argument, Command, Option } from '@commander-js/extra-typings';
 import type { Docket } from '../../docket.js';
-import { ShardedStore } from '../../store/sharded/sharded-store.js';
+import { type ShardAdmin, shardAdminOf } from '../../store/open-store.js';
 import { usageError } from '../cli-error.js';
 import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
 import { integerFlag } from '../option-parsers.js';
@@ -14,11 +14,10 @@ import { formatTable, printJson, printLine } from '../output.js';
 
 const urlArgument = () => new Argument('<url>', 'the shard, as listed in --shards');
 
-function shardedStoreOf(docket: Docket): ShardedStore {
-  if (!(docket.store instanceof ShardedStore)) {
-    throw usageError('docket shards needs a sharded store: give --shards url1,url2,… (or DOCKET_SHARDS)');
-  }
-  return docket.store;
+function shardedStoreOf(docket: Docket): ShardAdmin {
+  const admin = shardAdminOf(docket.store);
+  if (!admin) throw usageError('docket shards needs a sharded store: give --shards url1,url2,… (or DOCKET_SHARDS)');
+  return admin;
 }
 
 /** Builds the `shards` command group. */

@@ -27,7 +27,7 @@ import type { ClaimedJob, Job } from '../../job/job.js';
 import type { JobSpec } from '../../job/job-spec.js';
 import { normalizeScheduleSpec, type Schedule, type ScheduleSpec } from '../../schedule/schedule.js';
 import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempotencyScope } from '../idempotency.js';
-import type { OpenStoreOptions } from '../open-store.js';
+import type { OpenStoreOptions, ShardAdmin, ShardDescription } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
 import type {
   CancelOutcome,
@@ -167,7 +167,7 @@ export class ShardsUnavailableError extends DocketError {
 }
 
 /** The {@link Store} over PostgreSQL shards; see the file header. */
-export class ShardedStore implements Store {
+export class ShardedStore implements Store, ShardAdmin {
   readonly capabilities: StoreCapabilities;
   private readonly byNumber = new Map<number, Shard>();
   private readonly roundRobin = new RoundRobin();
@@ -306,7 +306,7 @@ export class ShardedStore implements Store {
   }
 
   /** The shards, by number: for `docket shards` and tests. */
-  describeShards(): { number: number; url: string; schema: string; draining: boolean; down: boolean }[] {
+  describeShards(): ShardDescription[] {
     return [...this.shards]
       .sort((a, b) => a.number - b.number)
       .map((shard) => ({
