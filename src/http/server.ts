@@ -33,6 +33,7 @@ import type { WorkerRecord } from '../store/store.js';
 import type { WorkerOptions } from '../worker/worker-options.js';
 import type { AppEnv } from './app-env.js';
 import { type ApiToken, authMiddleware, requireScope, TokenAuthenticator } from './auth.js';
+import { dashboardRoutes } from './dashboard-routes.js';
 import { errorResponse, HttpError } from './http-error.js';
 import { jobRoutes } from './job-routes.js';
 import { DocketMetrics } from './metrics.js';
@@ -290,6 +291,8 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
   });
 
   app.use('/v1/*', authMiddleware(auth));
+  const dashboard = dashboardRoutes(docket);
+  app.route('/v1', dashboard.routes);
   app.route('/v1', jobRoutes(docket, { webhookGuard: config.webhookGuard, random }));
   app.route('/v1', scheduleRoutes(docket, { webhookGuard: config.webhookGuard }));
   app.get('/v1/workers', requireScope('read'), async (c) => {
@@ -324,6 +327,8 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
     },
     close: async () => {
       metrics.dispose();
+      // Live streams end (their responses complete) and bulk walks stop after their batch.
+      await dashboard.close();
       await worker.close();
     },
   });
