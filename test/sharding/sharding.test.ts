@@ -118,7 +118,7 @@ describe('sharded store', () => {
       expect(b.map((result) => result.id)).toEqual(a.map((result) => result.id));
       expect(a.every((result) => result.created)).toBe(true);
       expect(b.every((result) => !result.created)).toBe(true);
-      const numbers = (one as ShardedStore).describeShards().map((shard) => shard.number);
+      const numbers = (one as unknown as ShardedStore).describeShards().map((shard) => shard.number);
       for (const [index, key] of keys.entries()) {
         const scope = JSON.stringify(['default', 'pay', key]);
         expect(shardNumberOfId(a[index]!.id)).toBe(shardForKey(scope, numbers));

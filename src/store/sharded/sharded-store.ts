@@ -24,12 +24,15 @@ import type { Clock, ClockTimer } from '../../clock/clock.js';
 import { systemClock } from '../../clock/clock.js';
 import { ConfigurationError, DocketError, IdempotencyConflictError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
+import type { ListOrder } from '../../job/job-filter.js';
 import type { JobSpec } from '../../job/job-spec.js';
 import { normalizeScheduleSpec, type Schedule, type ScheduleSpec } from '../../schedule/schedule.js';
 import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempotencyScope } from '../idempotency.js';
 import type { OpenStoreOptions, ShardAdmin, ShardDescription } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
 import type {
+  ActivityBucket,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
@@ -37,10 +40,13 @@ import type {
   DeadLetterRetryParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
   JobCancelParams,
   JobClaimParams,
   JobCompleteManyParams,
   JobCompleteParams,
+  JobCountParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -51,7 +57,10 @@ import type {
   JobReleaseParams,
   JobReserveIdsParams,
   JobSubmitParams,
+  MatchCount,
   NextRunAtParams,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,
@@ -925,11 +934,81 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   async jobList(params: JobListParams): Promise<Job[]> {
-    return mergeById(await this.everyShard((store) => store.jobList(params)), params.limit);
+    return mergeById(await this.everyShard((store) => store.jobList(params)), params.limit, params.order);
   }
 
   async deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
-    return mergeById(await this.everyShard((store) => store.deadLetterList(params)), params.limit);
+    return mergeById(await this.everyShard((store) => store.deadLetterList(params)), params.limit, params.order);
+  }
+
+  /** Per-queue counts summed over the shards; a field estimated on any shard is estimated in the sum. */
+  async queueCounts(params?: QueueCountsParams): Promise<QueueCounts[]> {
+    const merged = new Map<string, QueueCounts>();
+    for (const counts of await this.everyShard((store) => store.queueCounts(params))) {
+      for (const queue of counts) {
+        const into = merged.get(queue.queue);
+        if (!into) {
+          merged.set(queue.queue, { ...queue, estimated: [...queue.estimated] });
+          continue;
+        }
+        addQueueStats(into, queue);
+        for (const field of queue.estimated) if (!into.estimated.includes(field)) into.estimated.push(field);
+      }
+    }
+    return [...merged.values()].sort((a, b) => compareText(a.queue, b.queue));
+  }
+
+  /** Every shard's buckets are the same epoch-aligned windows: summed bucket by bucket. */
+  async jobActivity(params: JobActivityParams): Promise<ActivityBucket[]> {
+    const perShard = await this.everyShard((store) => store.jobActivity(params));
+    const [first, ...rest] = perShard;
+    const merged = (first ?? []).map((bucket) => ({ ...bucket, latenessHistogram: [...bucket.latenessHistogram] }));
+    for (const buckets of rest) {
+      for (const [index, bucket] of buckets.entries()) {
+        const into = merged[index];
+        if (!into) continue;
+        into.completed += bucket.completed;
+        into.failed += bucket.failed;
+        for (const [slot, count] of bucket.latenessHistogram.entries()) {
+          into.latenessHistogram[slot] = (into.latenessHistogram[slot] ?? 0) + count;
+        }
+      }
+    }
+    return merged;
+  }
+
+  async jobCountMatching(params: JobCountParams): Promise<MatchCount> {
+    const counts = await this.everyShard((store) => store.jobCountMatching(params));
+    return {
+      count: counts.reduce((sum, count) => sum + count.count, 0),
+      estimated: counts.some((count) => count.estimated),
+    };
+  }
+
+  /**
+   * One batch of a bulk action walking ids in ascending order across shards, which is shard-major
+   * (shard-ids.ts): the shard holding `afterId` first, then the higher-numbered shards, until the
+   * batch is full, so "fewer than limit scanned" still means the whole walk is done.
+   */
+  async jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    const from = params.afterId === undefined ? 0 : shardNumberOfId(params.afterId);
+    if (from === null || !Number.isInteger(params.limit) || params.limit < 1) {
+      // Refused by the shard exactly as a single store refuses it.
+      return this.shards[0]!.store.jobBulkApply(params);
+    }
+    const ordered = [...this.shards].filter((shard) => shard.number >= from).sort((a, b) => a.number - b.number);
+    const result: BulkBatchResult = { scanned: 0, affected: 0, lastId: null };
+    for (const shard of ordered) {
+      const left = params.limit - result.scanned;
+      if (left <= 0) break;
+      const batch = await this.onShard(shard, (store) =>
+        store.jobBulkApply({ ...params, limit: left, afterId: shard.number === from ? params.afterId : undefined }),
+      );
+      result.scanned += batch.scanned;
+      result.affected += batch.affected;
+      if (batch.lastId !== null) result.lastId = batch.lastId;
+    }
+    return result;
   }
 
   async deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
@@ -979,14 +1058,7 @@ export class ShardedStore implements Store, ShardAdmin {
           merged.set(queue.queue, { ...queue });
           continue;
         }
-        into.scheduled += queue.scheduled;
-        into.available += queue.available;
-        into.running += queue.running;
-        into.done += queue.done;
-        into.cancelled += queue.cancelled;
-        into.dead += queue.dead;
-        into.unhandled += queue.unhandled;
-        if (queue.paused) into.paused = true;
+        addQueueStats(into, queue);
       }
     }
     return [...merged.values()].sort((a, b) => compareText(a.queue, b.queue));
@@ -1198,12 +1270,25 @@ function claimMatches(params: JobClaimParams, job: ClaimedJob): boolean {
   return true;
 }
 
-/** Shard lists merged in id order (numeric), cut to the page size. */
-function mergeById(lists: readonly Job[][], limit: number | undefined): Job[] {
+/** Shard lists merged in id order (numeric, either way), cut to the page size. */
+function mergeById(lists: readonly Job[][], limit: number | undefined, order: ListOrder | undefined): Job[] {
+  const sign = order === 'desc' ? -1 : 1;
   return lists
     .flat()
-    .sort((a, b) => Number(a.id) - Number(b.id))
+    .sort((a, b) => sign * (Number(a.id) - Number(b.id)))
     .slice(0, limit ?? 100);
+}
+
+/** Adds one shard's counts of a queue into the merged ones. */
+function addQueueStats(into: QueueStats, queue: QueueStats): void {
+  into.scheduled += queue.scheduled;
+  into.available += queue.available;
+  into.running += queue.running;
+  into.done += queue.done;
+  into.cancelled += queue.cancelled;
+  into.dead += queue.dead;
+  into.unhandled += queue.unhandled;
+  if (queue.paused) into.paused = true;
 }
 
 /** Bytewise text order, as the stores order names (PostgreSQL "C"-like for ASCII). */
