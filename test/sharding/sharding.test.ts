@@ -207,6 +207,45 @@ describe('sharded store', () => {
     }
   }, 90_000);
 
+  it('keeps the other shards\' leases alive while one shard is down: their long handlers finish, none aborted', async () => {
+    await startCluster(SPARE_SHARD_PORT);
+    const schema = freshSchema();
+    const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];
+    for (const port of ports) schemas.push({ port, schema });
+    const docket = await Docket.open({
+      shards: ports.map((port) => shardSchemaUrl(port, schema)),
+      connectTimeoutMs: 1000,
+      connectAttemptTimeoutMs: 1000,
+      statementTimeoutMs: 2000,
+    });
+    const started = new Set<string>();
+    const finished = new Map<string, number>();
+    const aborted: string[] = [];
+    docket.handle('long', async (_payload, ctx) => {
+      started.add(ctx.jobId);
+      // Longer than the lease: only heartbeats keep it.
+      await new Promise((resolve) => setTimeout(resolve, 4500));
+      if (ctx.signal.aborted) aborted.push(ctx.jobId);
+      else finished.set(ctx.jobId, (finished.get(ctx.jobId) ?? 0) + 1);
+    });
+    // One batch of heartbeats carries leases of every shard.
+    const worker = docket.worker({ pollIntervalMs: 200, leaseMs: 2000, heartbeatIntervalMs: 500, concurrency: 6 });
+    try {
+      const jobs = await docket.submitMany(Array.from({ length: 6 }, (_, i) => ({ kind: 'long', payload: { i } })));
+      await worker.start();
+      await expect.poll(() => started.size, { timeout: 10_000 }).toBe(6);
+      stopCluster(SPARE_SHARD_PORT, 'fast');
+      const healthy = jobs.map((job) => job.id).filter((id) => shardNumberOfId(id) !== 2);
+      await expect.poll(() => healthy.filter((id) => finished.has(id)).length, { timeout: 15_000 }).toBe(4);
+      expect(aborted.filter((id) => healthy.includes(id))).toEqual([]);
+      for (const id of healthy) expect((await docket.getJob(id))?.state).toBe('done');
+    } finally {
+      await worker.stop();
+      await docket.close();
+      await startCluster(SPARE_SHARD_PORT);
+    }
+  }, 60_000);
+
   it('adds a fourth shard under load: new jobs spread over four, existing ids keep their shard, none lost', async () => {
     await startCluster(SPARE_SHARD_PORT);
     const schema = freshSchema();
