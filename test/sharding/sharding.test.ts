@@ -332,6 +332,9 @@ describe('sharded store', () => {
       for (const id of scheduleIds.slice(0, 2)) {
         await docket.schedule({ id, cron: '0 3 * * *', job: { kind: 'drain' } });
       }
+      const migrated = await runDocketInProcess(['migrate', ...flag]);
+      expect(migrated.code, describeRun(migrated)).toBe(0);
+      expect(migrated.stdout).toMatch(/^3 shards up to date/);
       const listed = await runDocketInProcess(['shards', 'list', '--json', ...flag]);
       expect(listed.code, describeRun(listed)).toBe(0);
       expect((JSON.parse(listed.stdout) as { number: number; live: number }[]).map((row) => row.live)).toEqual([
