@@ -1187,10 +1187,13 @@ export class ShardedStore implements Store, ShardAdmin {
   async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
     if (this.closed) throw new ConfigurationError('ShardedStore.subscribe: the store is closed');
     this.listeners.add(listener);
+    // Every shard at once: an unreachable shard's listener retries in the background (its first
+    // attempt is bounded by the connect timeout) and must not hold up the others' wake-ups.
     this.subscribing ??= (async () => {
-      for (const shard of this.shards) {
-        this.unsubscribes.push(await shard.store.subscribe((wakeUp) => this.wake(wakeUp)));
-      }
+      const unsubscribes = await Promise.all(
+        this.shards.map((shard) => shard.store.subscribe((wakeUp) => this.wake(wakeUp))),
+      );
+      this.unsubscribes.push(...unsubscribes);
     })();
     await this.subscribing;
     let subscribed = true;
