@@ -42,7 +42,8 @@ export function shardForKey(key: string, shardNumbers: readonly number[]): numbe
 
 /** Round-robin over the shards a keyless submit may use: each call starts one shard further on. */
 export class RoundRobin {
-  private next = 0;
+  /** `start`: where the first turn begins (a sharded store draws it at random per process). */
+  constructor(private next = 0) {}
 
   /** `candidates` in the order to try them: the next one first, the rest after it in turn. */
   order<T>(candidates: readonly T[]): T[] {

@@ -103,6 +103,8 @@ const EXCHANGED_ID_TTL_MS = 120_000;
 export interface ShardedStoreOptions extends OpenStoreOptions {
   /** Health timers and surplus ages; default the system clock. */
   clock?: Clock | undefined;
+  /** Uniform [0, 1): where this process's round-robin starts; seed it to replay a run. Default Math.random. */
+  random?: (() => number) | undefined;
 }
 
 /** One shard as the sharded store tracks it. */
@@ -179,8 +181,8 @@ export class ShardsUnavailableError extends DocketError {
 export class ShardedStore implements Store, ShardAdmin {
   readonly capabilities: StoreCapabilities;
   private readonly byNumber = new Map<number, Shard>();
-  private readonly roundRobin = new RoundRobin();
-  private readonly claimRotation = new RoundRobin();
+  private readonly roundRobin: RoundRobin;
+  private readonly claimRotation: RoundRobin;
   private surplus: SurplusJob[] = [];
   private surplusTimer: ClockTimer | undefined;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
@@ -195,7 +197,12 @@ export class ShardedStore implements Store, ShardAdmin {
   private constructor(
     readonly shards: readonly Shard[],
     private readonly clock: Clock,
+    random: () => number,
   ) {
+    // Each process starts its round-robin at a random shard: many short-lived processes that
+    // submit once each (CLI runs, serverless handlers) would otherwise all start on one shard.
+    this.roundRobin = new RoundRobin(Math.floor(random() * shards.length));
+    this.claimRotation = new RoundRobin(Math.floor(random() * shards.length));
     for (const shard of shards) this.byNumber.set(shard.number, shard);
     this.refreshedAt = clock.monotonic();
     this.capabilities = Object.freeze({
@@ -213,7 +220,7 @@ export class ShardedStore implements Store, ShardAdmin {
    */
   static async open(urls: readonly string[], options: ShardedStoreOptions = {}): Promise<ShardedStore> {
     const given = checkShardUrls(urls);
-    const { clock = systemClock, ...storeOptions } = options;
+    const { clock = systemClock, random = Math.random, ...storeOptions } = options;
     const locations = given.map((url) => shardLocation(url, storeOptions.schema));
     const { PostgresStore } = await import('../postgres/postgres-store.js');
     const stores: Store[] = [];
@@ -237,7 +244,7 @@ export class ShardedStore implements Store, ShardAdmin {
         lastProbeAt: 0,
         lastError: undefined,
       }));
-      return new ShardedStore(shards, clock);
+      return new ShardedStore(shards, clock, random);
     } catch (error) {
       await Promise.all(stores.map((store) => store.close().catch(() => {})));
       throw error;
