@@ -507,7 +507,9 @@ export class Docket {
     const schedule = await this.store.scheduleGet({ id: validateScheduleId(id) });
     if (!schedule) return null;
     const { job } = schedule;
-    return this.submit({
+    // The template was validated when the schedule was stored; its kind and payload are whatever
+    // the schedule holds, not the caller's declared DocketJobs types, hence the untyped call.
+    const input: object = {
       kind: job.kind,
       queue: job.queue,
       payload: job.payload,
@@ -515,7 +517,8 @@ export class Docket {
       maxAttempts: job.maxAttempts,
       retry: job.retry,
       ...(job.timeoutMs === null || job.timeoutMs === undefined ? {} : { timeoutMs: job.timeoutMs }),
-    });
+    };
+    return this.submit(input as never);
   }
 
   /** Deletes done and cancelled records older than the retention (by the database clock); returns how many. */

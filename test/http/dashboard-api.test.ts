@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeKinds } from '../support/stores.js';
+import { rawRequest } from './hostile-support.js';
 import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 
 /** Reads server-sent events from a fetch body until `until` says stop; resolves with them. */
@@ -240,6 +241,29 @@ describe('the event stream on server stop', () => {
       const { events, ended } = await reading;
       expect(ended).toBe(true);
       expect(events.map((e) => e.event)).toEqual(['overview']);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
+describe('the event stream without tokens', () => {
+  it('follows the tokenless loopback rules: streams to the listen address, 421 for another Host', async () => {
+    const t = await startTestServer({ kind: 'sqlite', tokens: [] });
+    try {
+      const aborter = new AbortController();
+      const response = await fetch(`${t.url}/v1/events`, { signal: aborter.signal });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toContain('text/event-stream');
+      aborter.abort();
+      // Raw requests: fetch would not send another Host, and both answers are refusals, never a stream.
+      const rebound = await rawRequest(t.url, { path: '/v1/events', headers: { host: 'evil.example' } });
+      expect(rebound.status).toBe(421);
+      const crossSite = await rawRequest(t.url, {
+        path: '/v1/events',
+        headers: { host: new URL(t.url).host, origin: 'https://evil.example' },
+      });
+      expect(crossSite.status).toBe(403);
     } finally {
       await t.stop();
     }
