@@ -165,10 +165,15 @@ function browserGuard(listen: () => ListenAddress | undefined): MiddlewareHandle
 function storeUnavailable(error: unknown, config: ServerConfig): Error {
   const source = config.sources.get('connectTimeoutMs');
   const timeout = config.docketOptions.connectTimeoutMs ?? `${SERVICE_CONNECT_TIMEOUT_MS} (default)`;
-  const retried = /^postgres/i.test(config.db)
-    ? ` (connectTimeoutMs: ${timeout}${source === undefined ? '' : `, ${source}`})`
-    : '';
-  return new Error(`cannot open the store ${redactStoreUrl(config.db)}: ${(error as Error).message}${retried}`, {
+  const shown =
+    config.db === undefined
+      ? `of shards ${(config.docketOptions.shards ?? []).map(redactStoreUrl).join(', ')}`
+      : redactStoreUrl(config.db);
+  const retried =
+    config.db === undefined || /^postgres/i.test(config.db)
+      ? ` (connectTimeoutMs: ${timeout}${source === undefined ? '' : `, ${source}`})`
+      : '';
+  return new Error(`cannot open the store ${shown}: ${(error as Error).message}${retried}`, {
     cause: error,
   });
 }
