@@ -107,6 +107,7 @@ export const DEFAULT_PRUNE_INTERVAL_MS = 10 * 60_000;
  * option and silently drop it on the way to the store.
  */
 const STORE_OPTION_NAMES = Object.keys({
+  shards: true,
   schema: true,
   poolSize: true,
   connectTimeoutMs: true,
@@ -213,8 +214,8 @@ export class Docket {
       }
       return new Docket(options.store, false, options);
     }
-    if (options.url === undefined) {
-      throw new ConfigurationError('Docket.open needs a url (postgres://… or sqlite:…) or an open store');
+    if (options.url === undefined && options.shards === undefined) {
+      throw new ConfigurationError('Docket.open needs a url (postgres://… or sqlite:…), shards or an open store');
     }
     const store = await openStore(options.url, storeOptions);
     return new Docket(store, true, options);

@@ -76,6 +76,11 @@ export const SERVICE_CONNECT_TIMEOUT_MS = 30_000;
 
 /** Every store option of `Docket.open` (checked against {@link OpenStoreOptions}). */
 const STORE_SPECS = {
+  shards: {
+    kind: 'list',
+    description: 'a sharded store: comma-separated postgres:// URLs, one per shard (instead of --db; docs/sharding.md)',
+    defaultText: 'none (one store, --db)',
+  },
   schema: {
     kind: 'string',
     description: "PostgreSQL schema holding Docket's tables (also ?schema= in --db)",

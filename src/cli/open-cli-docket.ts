@@ -110,12 +110,22 @@ export function schemaFromUrl(url: string): string | undefined {
   }
 }
 
+/** `--db` or `$DOCKET_DATABASE_URL` or `"db" in docket.json`, as a message names a setting's source. */
+function describeSourceName(source: { from: string; name: string }): string {
+  return source.from === 'env'
+    ? `$${source.name}`
+    : source.from === 'file'
+      ? `"${source.name}" in the config file`
+      : source.name;
+}
+
 /** A command's parsed options, of which the store's are read. */
 export type StoreFlags = Record<string, unknown>;
 
 /** What a command opens: the URL, the options for `Docket.open` and where each came from. */
 export interface StoreTarget {
-  url: string;
+  /** The single store's URL; undefined for a sharded store (`options.shards`). */
+  url: string | undefined;
   options: OpenStoreOptions & { retentionMs?: number; pruneIntervalMs?: number };
   settings: ResolvedSettings;
 }
@@ -136,11 +146,24 @@ export function resolveStoreTarget(
     extraFileKeys: new Set([...SERVE_FILE_KEYS, 'handlers', 'logLevel', 'metricsPort', 'metricsHost']),
   });
   const values = settings.values;
-  const url = typeof values.db === 'string' && values.db !== '' ? values.db : DEFAULT_DATABASE_URL;
   const storeOptions: Record<string, unknown> = {};
   for (const setting of [...STORE_SETTINGS, ...DOCKET_SETTINGS]) {
     if (values[setting.key] !== undefined) storeOptions[setting.key] = values[setting.key];
   }
+  const dbGiven = typeof values.db === 'string' && values.db !== '';
+  if (storeOptions.shards !== undefined) {
+    // A sharded store has no single URL: --db (or its environment/file setting) beside it is refused.
+    if (dbGiven) {
+      const db = settings.sources.get('db');
+      const shards = settings.sources.get('shards');
+      throw usageError(
+        `${db ? describeSourceName(db) : '--db'} and ${shards ? describeSourceName(shards) : '--shards'} both name the store; give one of them`,
+      );
+    }
+    storeOptions.connectTimeoutMs ??= options.service ? SERVICE_CONNECT_TIMEOUT_MS : INTERACTIVE_CONNECT_TIMEOUT_MS;
+    return { url: undefined, options: storeOptions as StoreTarget['options'], settings };
+  }
+  const url = dbGiven ? (values.db as string) : DEFAULT_DATABASE_URL;
   const fromUrl = schemaFromUrl(url);
   if (fromUrl !== undefined) {
     if (storeOptions.schema !== undefined && storeOptions.schema !== fromUrl) {
@@ -160,6 +183,13 @@ export function resolveStoreTarget(
  * Docket's current schema). Throws a CliError (exit 1) naming the URL otherwise.
  */
 export async function requireExistingStore(target: StoreTarget, access: 'read' | 'write'): Promise<void> {
+  if (target.url === undefined) {
+    // A sharded store exists when every shard does.
+    for (const shard of target.options.shards ?? []) {
+      await requireExistingStore({ ...target, url: shard, options: { ...target.options, shards: undefined } }, access);
+    }
+    return;
+  }
   const shown = redactStoreUrl(target.url);
   const location = parseStoreUrl(target.url);
   let inspection: Awaited<ReturnType<typeof inspectStore>>;

@@ -3,7 +3,7 @@
  * or `sqlite::memory:` for the embedded default. Migrations run on open, under a lock, so many
  * processes starting together migrate once.
  */
-import { DocketError, ValidationError } from '../job/errors.js';
+import { ConfigurationError, DocketError, ValidationError } from '../job/errors.js';
 import { type PostgresConnectionOptions, resolvePostgresConnectionOptions } from './postgres/connection-options.js';
 import type { Store } from './store.js';
 
@@ -23,6 +23,12 @@ export {
  * SQLite ignores them but refuses bad values all the same, so a typo is never silently kept.
  */
 export interface OpenStoreOptions extends PostgresConnectionOptions {
+  /**
+   * A sharded store: one postgres:// URL per shard (docs/sharding.md), instead of a single store
+   * URL. Every other option applies to each shard. Refused with a url, with a SQLite URL, with a
+   * URL listed twice, and when empty.
+   */
+  shards?: readonly string[] | undefined;
   /** PostgreSQL schema that holds Docket's tables (default `docket`). Ignored by SQLite. */
   schema?: string | undefined;
   /** PostgreSQL pool size (default 10). */
@@ -71,10 +77,25 @@ export function redactStoreUrl(url: string): string {
   }
 }
 
-/** Opens (and migrates) the store a URL names. */
-export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
+/** Opens (and migrates) the store a URL names, or with `options.shards` (and no url) a sharded store. */
+export async function openStore(url: string | undefined, options: OpenStoreOptions = {}): Promise<Store> {
+  const { shards, ...single } = options;
+  if (shards !== undefined) {
+    if (url !== undefined) {
+      throw new ConfigurationError(
+        `give either a store url or shards, not both (url ${redactStoreUrl(url)} with ${Array.isArray(shards) ? shards.length : 'some'} shards)`,
+      );
+    }
+    const { ShardedStore, checkShardUrls } = await import('./sharded/sharded-store.js');
+    checkShardUrls(shards);
+    resolvePostgresConnectionOptions(single);
+    return ShardedStore.open(shards, single);
+  }
+  if (url === undefined)
+    throw new ConfigurationError('openStore needs a store url (postgres://… or sqlite:…) or shards');
   const location = parseStoreUrl(url);
-  resolvePostgresConnectionOptions(options);
+  resolvePostgresConnectionOptions(single);
+  options = single;
   if (location.kind === 'postgres') {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
     return PostgresStore.open(location.url, options);

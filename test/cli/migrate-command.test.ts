@@ -19,6 +19,7 @@ const LATEST: Record<StoreKind, number[]> = {
   sqlite: SQLITE_MIGRATIONS.map((m) => m.version),
   postgres: POSTGRES_MIGRATIONS.map((m) => m.version),
   'postgres-pgbouncer': POSTGRES_MIGRATIONS.map((m) => m.version),
+  'postgres-sharded': POSTGRES_MIGRATIONS.map((m) => m.version),
 };
 
 /** Whether the database exists at all: the SQLite file, or the PostgreSQL schema. */

@@ -16,11 +16,12 @@ import pg from 'pg';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
 import { acquirePgbouncer, pgbouncerAvailable, targetOf } from './pgbouncer.js';
+import { acquireShardClusters, dropShardSchema, SHARD_CLUSTER_PORTS, shardSchemaUrl } from './shard-clusters.js';
 
 /** The PostgreSQL server the tests use. */
 export const POSTGRES_URL = process.env.DOCKET_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-export type StoreKind = 'sqlite' | 'postgres' | 'postgres-pgbouncer';
+export type StoreKind = 'sqlite' | 'postgres' | 'postgres-pgbouncer' | 'postgres-sharded';
 
 /** Which stores a suite runs against. PostgreSQL is left out only on an explicit local opt-out. */
 export function storeKinds(): StoreKind[] {
@@ -35,7 +36,9 @@ export function storeKinds(): StoreKind[] {
  */
 export function conformanceStoreKinds(): StoreKind[] {
   const kinds = storeKinds();
-  return kinds.includes('postgres') && pgbouncerAvailable() ? [...kinds, 'postgres-pgbouncer'] : kinds;
+  if (!kinds.includes('postgres')) return kinds;
+  // The sharded store: 3 schemas on the 3 throwaway clusters of test/support/shard-clusters.ts.
+  return pgbouncerAvailable() ? [...kinds, 'postgres-pgbouncer', 'postgres-sharded'] : [...kinds, 'postgres-sharded'];
 }
 
 /** A fresh, empty database location for one test file or test. */
@@ -45,6 +48,8 @@ export interface TestDatabase {
   url: string;
   /** Extra open options (the PostgreSQL schema). */
   schema?: string;
+  /** A sharded store's shard URLs (kind `postgres-sharded`; `url` is then only its first shard). */
+  shards?: readonly string[];
   /** Opens a store on it; call as often as you need connections (multi-worker tests). */
   open(): Promise<Store>;
   /** Drops the schema / deletes the file. */
@@ -65,6 +70,23 @@ export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase>
   }
   await assertPostgresReachable();
   const schema = `t_${randomBytes(6).toString('hex')}`;
+  if (kind === 'postgres-sharded') {
+    await acquireShardClusters();
+    const shards = SHARD_CLUSTER_PORTS.map((port) => shardSchemaUrl(port, schema));
+    return {
+      kind,
+      // No single URL names a sharded store; child processes and the CLI take `shards`.
+      url: shards[0]!,
+      shards,
+      schema,
+      open: () => openStore(undefined, { shards }),
+      // The clusters stay up for the rest of this process (other files and tests share them);
+      // the last process of the run to exit stops them (test/support/shard-clusters.ts).
+      drop: async () => {
+        await Promise.all(SHARD_CLUSTER_PORTS.map((port) => dropShardSchema(port, schema)));
+      },
+    };
+  }
   const dropSchema = async () => {
     const client = new pg.Client({ connectionString: POSTGRES_URL });
     await client.connect();

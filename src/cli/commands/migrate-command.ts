@@ -20,7 +20,19 @@ export function migrateCommand() {
     .addOption(jsonOption())
     .action(async (_options, self) => {
       const flags = self.opts() as Record<string, unknown>;
-      const target = resolveStoreTarget(flags);
+      const resolved = resolveStoreTarget(flags);
+      if (resolved.url === undefined) {
+        // A sharded store: opening it migrates every shard and numbers the fresh ones.
+        if (flags.dryRun || flags.sql)
+          throw failure('--dry-run and --sql read one store: give --db with one shard URL');
+        const docket = await openTarget(resolved, 'create');
+        await docket.close();
+        const count = resolved.options.shards?.length ?? 0;
+        if (flags.json) printJson({ shards: count, migrated: true });
+        else printLine(`${count} shard${count === 1 ? '' : 's'} up to date`);
+        return;
+      }
+      const target = { ...resolved, url: resolved.url };
       const shown = redactStoreUrl(target.url);
       let before: StoreInspection;
       try {

@@ -129,7 +129,7 @@ export function workCommand() {
       await runStartHook(handlersPath, worker, docket);
       logger.info('worker started', {
         workerId: worker.id,
-        db: redactStoreUrl(target.url),
+        db: target.url === undefined ? (target.options.shards ?? []).map(redactStoreUrl) : redactStoreUrl(target.url),
         handlers: handlersPath,
         kinds: worker.kinds ?? (kinds ? kinds : 'every kind (catch-all)'),
         queues: workerOptions.queues ?? 'all',

@@ -1,0 +1,1028 @@
+/**
+ * A {@link Store} over N ordinary PostgreSQL stores ("shards"), nothing shared between them
+ * (docs/sharding.md). Routing is pure (shard-routing.ts, shard-ids.ts); this file applies it:
+ *
+ * - By id (get, cancel, heartbeat, complete, fail, release, dead-letter retry): the id's shard
+ *   number, no lookup. Batches of leases split by shard and are answered in input order.
+ * - Submit: a job with an idempotency key goes to the shard its key's scope hashes to; a job
+ *   without goes to the next healthy shard in round-robin (shards marked down after a connection
+ *   loss are skipped until a probe finds them back). Reserved ids (the submit retry of
+ *   src/submit/) come from a healthy shard; a job whose reserved id names another shard than the
+ *   one it must go to is given an id reserved on that shard, remembered per reserved id, so a
+ *   retry of the same submit writes under the same id again and never twice.
+ * - Claims ask every live shard at once, each for a share of the limit (at least one job), and
+ *   wait for the slowest only {@link CLAIM_STRAGGLER_MS} after the first answer: a down or slow
+ *   shard never holds up the others. An answer that arrives after the wait, and jobs beyond the
+ *   limit, are kept leased in a small surplus handed to the next claim (with a wake-up to
+ *   listeners), or released once they are {@link SURPLUS_MAX_AGE_MS} old: no claimed job is lost
+ *   or left leased.
+ * - Reads fan out and merge: lists by id (shard-major, so keyset pages are exact), counts summed.
+ */
+import type { Clock, ClockTimer } from '../../clock/clock.js';
+import { systemClock } from '../../clock/clock.js';
+import { ConfigurationError, DocketError } from '../../job/errors.js';
+import type { ClaimedJob, Job } from '../../job/job.js';
+import type { JobSpec } from '../../job/job-spec.js';
+import { assertBatchKeysAgree, idempotencyScope } from '../idempotency.js';
+import type { OpenStoreOptions } from '../open-store.js';
+import { redactStoreUrl } from '../open-store.js';
+import type {
+  CancelOutcome,
+  CompleteOutcome,
+  DeadLetterListParams,
+  DeadLetterPurgeParams,
+  DeadLetterRetryParams,
+  DueKindCount,
+  FailOutcome,
+  JobCancelParams,
+  JobClaimParams,
+  JobCompleteManyParams,
+  JobCompleteParams,
+  JobFailParams,
+  JobHeartbeatManyParams,
+  JobHeartbeatParams,
+  JobLease,
+  JobListParams,
+  JobPruneParams,
+  JobReleaseByOwnerParams,
+  JobReleaseParams,
+  JobReserveIdsParams,
+  JobSubmitParams,
+  NextRunAtParams,
+  QueueNameParams,
+  QueueState,
+  QueueStats,
+  ReleaseOutcome,
+  ScheduleIdParams,
+  ScheduleListParams,
+  ScheduleRepairParams,
+  ScheduleUpsertParams,
+  ScheduleUpsertResult,
+  Store,
+  StoreCapabilities,
+  SubmitResult,
+  WakeUp,
+  WorkerRecord,
+  WorkerRegisterParams,
+} from '../store.js';
+import {
+  assignShardNumber,
+  planShardNumbers,
+  readShardIdentity,
+  type ShardLocation,
+  shardLocation,
+} from './shard-identity.js';
+import { shardNumberOfId } from './shard-ids.js';
+import { RoundRobin, shardForKey, splitClaimLimit } from './shard-routing.js';
+
+/** How long a claim waits for the other shards after the first one answered, ms. */
+export const CLAIM_STRAGGLER_MS = 200;
+/** A shard marked down is tried again (probed) at most this often, ms. */
+export const SHARD_PROBE_INTERVAL_MS = 1000;
+/** Surplus claimed jobs older than this are released instead of handed out, ms (capped by lease/6). */
+export const SURPLUS_MAX_AGE_MS = 5000;
+/** How long a reserved id keeps the id it was exchanged for (covers the submit retry window), ms. */
+const EXCHANGED_ID_TTL_MS = 120_000;
+
+/** Options of {@link ShardedStore.open}: every store option applies to each shard. */
+export interface ShardedStoreOptions extends OpenStoreOptions {
+  /** Health timers and surplus ages; default the system clock. */
+  clock?: Clock | undefined;
+}
+
+/** One shard as the sharded store tracks it. */
+interface Shard {
+  number: number;
+  location: ShardLocation;
+  store: Store;
+  draining: boolean;
+  /** Monotonic ms since when it is marked down (a connection loss), or null while healthy. */
+  downSince: number | null;
+  lastProbeAt: number;
+  lastError: unknown;
+}
+
+/** Claimed jobs a caller did not take yet, still leased under their claim. */
+interface SurplusJob {
+  job: ClaimedJob;
+  shard: Shard;
+  at: number;
+  maxAgeMs: number;
+}
+
+/** Refuses a shard list before anything connects. */
+export function checkShardUrls(shards: unknown): string[] {
+  if (!Array.isArray(shards) || shards.length === 0) {
+    throw new ConfigurationError('shards must be a non-empty list of postgres:// URLs (one per shard)');
+  }
+  const seen = new Map<string, number>();
+  for (const [index, url] of shards.entries()) {
+    if (typeof url !== 'string' || url.trim() === '') {
+      throw new ConfigurationError(`shards[${index}] must be a postgres:// URL, got ${JSON.stringify(url)}`);
+    }
+    if (/^sqlite:/i.test(url)) {
+      throw new ConfigurationError(
+        `shards[${index}] is a SQLite URL; shards must be PostgreSQL databases (postgres://…): an embedded file cannot be shared by workers of other hosts`,
+      );
+    }
+    if (!/^postgres(ql)?:\/\//i.test(url)) {
+      throw new ConfigurationError(
+        `shards[${index}] must be a postgres:// URL, got ${JSON.stringify(redactStoreUrl(url))}`,
+      );
+    }
+    const key = normalisedShardKey(url);
+    const earlier = seen.get(key);
+    if (earlier !== undefined) {
+      throw new ConfigurationError(
+        `shards[${index}] repeats shards[${earlier}] (${redactStoreUrl(url)}); list each shard once`,
+      );
+    }
+    seen.set(key, index);
+  }
+  return shards as string[];
+}
+
+/** A URL reduced to what names a database schema (host, port, database, schema), for duplicate checks. */
+function normalisedShardKey(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const host = parsed.hostname.toLowerCase().replace(/^localhost$/, '127.0.0.1');
+    return `${host}:${parsed.port || '5432'}${parsed.pathname}?${parsed.searchParams.get('schema') ?? ''}`;
+  } catch {
+    return url;
+  }
+}
+
+/** A sharded store's error that names no single shard's failure (e.g. every shard down). */
+export class ShardsUnavailableError extends DocketError {
+  constructor(message: string, cause: unknown) {
+    super('shards_unavailable', message, { cause });
+  }
+}
+
+/** The {@link Store} over PostgreSQL shards; see the file header. */
+export class ShardedStore implements Store {
+  readonly capabilities: StoreCapabilities;
+  private readonly byNumber = new Map<number, Shard>();
+  private readonly roundRobin = new RoundRobin();
+  private readonly claimRotation = new RoundRobin();
+  private surplus: SurplusJob[] = [];
+  private surplusTimer: ClockTimer | undefined;
+  private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
+  private readonly unsubscribes: (() => Promise<void>)[] = [];
+  private subscribing: Promise<void> | undefined;
+  /** Reserved id → the id it was exchanged for on the shard its job had to go to. */
+  private readonly exchangedIds = new Map<string, { id: string; at: number }>();
+  private closed = false;
+
+  private constructor(
+    readonly shards: readonly Shard[],
+    private readonly clock: Clock,
+  ) {
+    for (const shard of shards) this.byNumber.set(shard.number, shard);
+    this.capabilities = Object.freeze({
+      listenNotify: shards.every((shard) => shard.store.capabilities.listenNotify),
+      skipLocked: true,
+      // A caller's transaction is one connection to one database; a sharded write spans several.
+      callerTransactions: false,
+      reservableJobIds: true,
+    });
+  }
+
+  /**
+   * Opens (and migrates) every shard, reads or gives each its shard number, and checks the list
+   * names each shard once. Every shard must be reachable while opening.
+   */
+  static async open(urls: readonly string[], options: ShardedStoreOptions = {}): Promise<ShardedStore> {
+    const given = checkShardUrls(urls);
+    const { clock = systemClock, ...storeOptions } = options;
+    const locations = given.map((url) => shardLocation(url, storeOptions.schema));
+    const { PostgresStore } = await import('../postgres/postgres-store.js');
+    const stores: Store[] = [];
+    try {
+      for (const location of locations) {
+        stores.push(await PostgresStore.open(location.url, { ...storeOptions, schema: location.schema }));
+      }
+      const identities = await Promise.all(locations.map((location) => readShardIdentity(location)));
+      const numbers = planShardNumbers(locations, identities);
+      const assigned = await Promise.all(
+        locations.map((location, index) => identities[index] ?? assignShardNumber(location, numbers[index]!)),
+      );
+      // Two spellings of one fresh schema were both numbered above: the second found the first's row.
+      planShardNumbers(locations, assigned);
+      const shards = assigned.map((identity, index) => ({
+        number: identity.shardNumber,
+        location: locations[index]!,
+        store: stores[index]!,
+        draining: identity.draining,
+        downSince: null,
+        lastProbeAt: 0,
+        lastError: undefined,
+      }));
+      return new ShardedStore(shards, clock);
+    } catch (error) {
+      await Promise.all(stores.map((store) => store.close().catch(() => {})));
+      throw error;
+    }
+  }
+
+  /** The shards, by number: for `docket shards` and tests. */
+  describeShards(): { number: number; url: string; schema: string; draining: boolean; down: boolean }[] {
+    return [...this.shards]
+      .sort((a, b) => a.number - b.number)
+      .map((shard) => ({
+        number: shard.number,
+        url: redactStoreUrl(shard.location.given),
+        schema: shard.location.schema,
+        draining: shard.draining,
+        down: shard.downSince !== null,
+      }));
+  }
+
+  // ---- health ----
+
+  private markDown(shard: Shard, error: unknown): void {
+    shard.lastError = error;
+    if (shard.downSince === null) shard.downSince = this.clock.monotonic();
+    shard.lastProbeAt = this.clock.monotonic();
+  }
+
+  private markUp(shard: Shard): void {
+    if (shard.downSince === null) return;
+    shard.downSince = null;
+    // Work may have waited on it (its own due jobs, jobs submitted while it was away).
+    this.wake({ runAt: null });
+  }
+
+  /** Runs `call` on a shard, keeping its health: a connection loss marks it down, an answer up. */
+  private async onShard<T>(shard: Shard, call: (store: Store) => Promise<T>): Promise<T> {
+    try {
+      const result = await call(shard.store);
+      this.markUp(shard);
+      return result;
+    } catch (error) {
+      if (shard.store.isConnectionLoss(error)) this.markDown(shard, error);
+      throw error;
+    }
+  }
+
+  /** Shards a fan-out asks now: healthy ones, and down ones due for a probe. */
+  private liveShards(): Shard[] {
+    const now = this.clock.monotonic();
+    return this.shards.filter((shard) => {
+      if (shard.downSince === null) return true;
+      if (now - shard.lastProbeAt < SHARD_PROBE_INTERVAL_MS) return false;
+      shard.lastProbeAt = now;
+      return true;
+    });
+  }
+
+  /** Shards that take new keyless work, healthy first (down ones last, as a last resort). */
+  private writableShards(): Shard[] {
+    const active = this.shards.filter((shard) => !shard.draining);
+    if (active.length === 0) throw new ConfigurationError('every shard is draining: no shard accepts new jobs');
+    const healthy = this.roundRobin.order(active.filter((shard) => shard.downSince === null));
+    return [...healthy, ...active.filter((shard) => shard.downSince !== null)];
+  }
+
+  /** The shard numbers keys hash over: those not draining. */
+  private keyShardNumbers(): number[] {
+    const numbers = this.shards.filter((shard) => !shard.draining).map((shard) => shard.number);
+    if (numbers.length === 0) throw new ConfigurationError('every shard is draining: no shard accepts new jobs');
+    return numbers;
+  }
+
+  private shardForKey(key: string): Shard {
+    return this.byNumber.get(shardForKey(key, this.keyShardNumbers()))!;
+  }
+
+  /** The shard an id names; null for an id of no listed shard. Ids that are no job id go to the first shard, which answers them as any store does. */
+  private shardOfId(id: unknown): Shard | null {
+    const number = shardNumberOfId(id);
+    if (number === null) return this.shards[0]!;
+    return this.byNumber.get(number) ?? null;
+  }
+
+  private wake(wakeUp: WakeUp): void {
+    for (const listener of [...this.listeners]) {
+      queueMicrotask(() => {
+        try {
+          listener(wakeUp);
+        } catch {
+          // A wake-up is a hint; a listener's failure is its own.
+        }
+      });
+    }
+  }
+
+  // ---- time, ids, submit ----
+
+  async now(): Promise<Date> {
+    return this.firstAnswer((store) => store.now());
+  }
+
+  /** The answer of the first shard (healthy first) that gives one. */
+  private async firstAnswer<T>(call: (store: Store) => Promise<T>): Promise<T> {
+    let lastError: unknown;
+    const ordered = [...this.shards].sort((a, b) => Number(a.downSince !== null) - Number(b.downSince !== null));
+    for (const shard of ordered) {
+      try {
+        return await this.onShard(shard, call);
+      } catch (error) {
+        if (!shard.store.isConnectionLoss(error)) throw error;
+        lastError = error;
+      }
+    }
+    throw lastError;
+  }
+
+  isConnectionLoss(error: unknown): boolean {
+    return this.shards[0]!.store.isConnectionLoss(error);
+  }
+
+  /**
+   * Reserves ids on every healthy shard that takes new work, an even share each, and hands them
+   * out interleaved (one id of each shard in turn, the starting shard rotating), so consecutive
+   * keyless submits spread round-robin over the shards. A shard whose reservation fails is marked
+   * down and its share is reserved on the others: an outage never refuses new work.
+   */
+  async jobReserveIds(params: JobReserveIdsParams): Promise<string[]> {
+    const count = params.count;
+    if (!Number.isInteger(count) || count < 1) return this.shards[0]!.store.jobReserveIds(params);
+    const candidates = this.writableShards();
+    const healthy = candidates.filter((shard) => shard.downSince === null);
+    let lastError: unknown;
+    const blocks: string[][] = [];
+    let missing = count;
+    if (healthy.length > 0) {
+      // splitClaimLimit gives every shard at least one; a count below the shard count asks only the first ones.
+      const shares = splitClaimLimit(count, healthy.length).map((share, index) => (index < count ? share : 0));
+      const settled = await Promise.allSettled(
+        healthy.map((shard, index) =>
+          shares[index]! > 0
+            ? this.onShard(shard, (store) => store.jobReserveIds({ count: shares[index]! }))
+            : Promise.resolve([]),
+        ),
+      );
+      for (const [index, outcome] of settled.entries()) {
+        if (outcome.status === 'fulfilled') {
+          blocks.push(outcome.value);
+          missing -= outcome.value.length;
+        } else if (healthy[index]!.store.isConnectionLoss(outcome.reason)) lastError = outcome.reason;
+        else throw outcome.reason;
+      }
+    }
+    // Shares of shards that failed (or every shard marked down): one more try, shard by shard.
+    for (const shard of candidates) {
+      if (missing <= 0) break;
+      try {
+        const block = await this.onShard(shard, (store) => store.jobReserveIds({ count: missing }));
+        blocks.push(block);
+        missing -= block.length;
+      } catch (error) {
+        if (!shard.store.isConnectionLoss(error)) throw error;
+        lastError = error;
+      }
+    }
+    if (missing > 0) throw lastError;
+    return interleave(blocks).slice(0, count);
+  }
+
+  async jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
+    if (params.transaction !== undefined) {
+      throw new ConfigurationError(
+        'a sharded store cannot join a caller transaction (its jobs live in several databases); submit without transaction',
+      );
+    }
+    const { jobs, ids } = params;
+    if (ids !== undefined && ids.length !== jobs.length) {
+      // The shard refuses it with its own message; send it to one so the reason is the same.
+      return this.shards[0]!.store.jobSubmit(params);
+    }
+    assertBatchKeysAgree(jobs);
+    const targets = ids === undefined ? this.targetsWithoutIds(jobs) : this.targetsForIds(jobs, ids);
+    const givenIds = ids === undefined ? undefined : await this.exchangeIds(ids, targets);
+    const groups = new Map<Shard, number[]>();
+    for (const [index, shard] of targets.entries()) {
+      const group = groups.get(shard) ?? [];
+      group.push(index);
+      groups.set(shard, group);
+    }
+    const results: SubmitResult[] = new Array(jobs.length);
+    if (groups.size === 1) {
+      const [shard] = groups.keys();
+      const answered = await this.onShard(shard!, (store) =>
+        store.jobSubmit({ jobs, ids: givenIds, ...(params.now ? { now: params.now } : {}) }),
+      );
+      return answered;
+    }
+    // A batch over several shards is atomic per shard: each shard writes its part in one statement.
+    await Promise.all(
+      [...groups.entries()].map(async ([shard, indexes]) => {
+        const answered = await this.onShard(shard, (store) =>
+          store.jobSubmit({
+            jobs: indexes.map((index) => jobs[index]!),
+            ids: givenIds === undefined ? undefined : indexes.map((index) => givenIds[index]!),
+            ...(params.now ? { now: params.now } : {}),
+          }),
+        );
+        for (const [position, index] of indexes.entries()) results[index] = answered[position]!;
+      }),
+    );
+    return results;
+  }
+
+  /** A keyed job's shard: the one its idempotency scope hashes to. */
+  private keyedShard(spec: JobSpec): Shard | null {
+    return spec.idempotencyKey === null ? null : this.shardForKey(idempotencyScope(spec));
+  }
+
+  /** Without ids: keyed jobs to their key's shard, the others together to the next healthy shard. */
+  private targetsWithoutIds(jobs: readonly JobSpec[]): Shard[] {
+    const keyed = jobs.map((spec) => this.keyedShard(spec));
+    // Keyless jobs of a batch join its first keyed job's shard, so a batch of one key stays one statement.
+    const keyless = keyed.find((shard) => shard !== null) ?? this.writableShards()[0]!;
+    return keyed.map((shard) => shard ?? keyless);
+  }
+
+  /**
+   * With reserved ids: a keyed job to its key's shard; a keyless one to the shard its id names,
+   * unless that shard is down or draining and the id was never sent (then the next healthy one).
+   * An id already exchanged keeps its exchange, so a retry goes where the first send went.
+   */
+  private targetsForIds(jobs: readonly JobSpec[], ids: readonly string[]): Shard[] {
+    let fallback: Shard | undefined;
+    return jobs.map((spec, index) => {
+      const id = ids[index]!;
+      const exchanged = this.exchangedIds.get(id);
+      if (exchanged) return this.shardOfId(exchanged.id) ?? this.shards[0]!;
+      const keyed = this.keyedShard(spec);
+      if (keyed) return keyed;
+      const own = this.shardOfId(id);
+      if (own && own.downSince === null && !own.draining) return own;
+      fallback ??= this.writableShards()[0]!;
+      return fallback;
+    });
+  }
+
+  /**
+   * The id each job is written under: its reserved id when that names its target shard, else an
+   * id reserved on the target, remembered so a retry of the same submit uses it again.
+   */
+  private async exchangeIds(ids: readonly string[], targets: readonly Shard[]): Promise<string[]> {
+    const now = this.clock.monotonic();
+    for (const [id, entry] of this.exchangedIds) if (now - entry.at > EXCHANGED_ID_TTL_MS) this.exchangedIds.delete(id);
+    const needed = new Map<Shard, number[]>();
+    const result = [...ids];
+    for (const [index, id] of ids.entries()) {
+      const exchanged = this.exchangedIds.get(id);
+      if (exchanged) {
+        result[index] = exchanged.id;
+        continue;
+      }
+      if (shardNumberOfId(id) === null || this.shardOfId(id) === targets[index]) continue;
+      const list = needed.get(targets[index]!) ?? [];
+      list.push(index);
+      needed.set(targets[index]!, list);
+    }
+    for (const [shard, indexes] of needed) {
+      const fresh = await this.onShard(shard, (store) => store.jobReserveIds({ count: indexes.length }));
+      for (const [position, index] of indexes.entries()) {
+        result[index] = fresh[position]!;
+        this.exchangedIds.set(ids[index]!, { id: fresh[position]!, at: now });
+      }
+    }
+    return result;
+  }
+
+  // ---- claims ----
+
+  async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
+    if (!Number.isInteger(params.limit) || params.limit <= 0) return this.shards[0]!.store.jobClaim(params);
+    this.releaseAgedSurplus();
+    const fromSurplus = this.takeSurplus(params);
+    if (fromSurplus.length >= params.limit) return fromSurplus;
+    const wanted = params.limit - fromSurplus.length;
+    const shards = this.claimRotation.order(this.liveShards());
+    if (shards.length === 0) {
+      if (fromSurplus.length > 0) return fromSurplus;
+      throw this.unavailable('claim');
+    }
+    const shares = splitClaimLimit(wanted, shards.length);
+    const answers = await this.fanOutWithStragglers(
+      shards.map((shard, index) => ({
+        shard,
+        call: (store: Store) => store.jobClaim({ ...params, limit: shares[index]! }),
+      })),
+      (shard, late: ClaimedJob[]) => this.keepSurplus(shard, late, params.leaseMs),
+    );
+    const claimed: ClaimedJob[] = [...fromSurplus];
+    for (const { shard, value } of answers.values) {
+      for (const job of value) {
+        if (claimed.length < params.limit) claimed.push(job);
+        else this.keepSurplus(shard, [job], params.leaseMs);
+      }
+    }
+    if (claimed.length === 0 && answers.values.length === 0 && answers.errors.length > 0) throw answers.errors[0];
+    return claimed;
+  }
+
+  /**
+   * Starts `calls` at once and waits for all of them, but no longer than
+   * {@link CLAIM_STRAGGLER_MS} after the first answer. A call answering later hands its value to
+   * `late`. Connection losses are collected (the shard is marked down); other errors are thrown
+   * once every call that answered in time was accounted for, their values handed to `late`.
+   */
+  private async fanOutWithStragglers<T>(
+    calls: { shard: Shard; call: (store: Store) => Promise<T> }[],
+    late: (shard: Shard, value: T) => void,
+  ): Promise<{ values: { shard: Shard; value: T }[]; errors: unknown[] }> {
+    const values: { shard: Shard; value: T }[] = [];
+    const errors: unknown[] = [];
+    let failure: unknown;
+    let done = false;
+    let pending = calls.length;
+    let release: () => void = () => {};
+    const finished = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let timer: ClockTimer | undefined;
+    const settle = () => {
+      pending -= 1;
+      if (pending === 0) release();
+      else if (!timer) {
+        timer = this.clock.setTimeout(release, CLAIM_STRAGGLER_MS);
+        timer.unref();
+      }
+    };
+    for (const { shard, call } of calls) {
+      this.onShard(shard, call).then(
+        (value) => {
+          if (done) late(shard, value);
+          else values.push({ shard, value });
+          settle();
+        },
+        (error) => {
+          if (!shard.store.isConnectionLoss(error)) failure ??= error;
+          errors.push(error);
+          settle();
+        },
+      );
+    }
+    await finished;
+    done = true;
+    if (timer) this.clock.clearTimeout(timer);
+    if (failure !== undefined) {
+      for (const { shard, value } of values) late(shard, value);
+      throw failure;
+    }
+    return { values, errors };
+  }
+
+  private keepSurplus(shard: Shard, jobs: readonly ClaimedJob[], leaseMs: number): void {
+    if (jobs.length === 0) return;
+    if (this.closed) {
+      void this.releaseJobs(shard, jobs);
+      return;
+    }
+    const at = this.clock.monotonic();
+    const maxAgeMs = Math.min(SURPLUS_MAX_AGE_MS, Math.floor(leaseMs / 6));
+    for (const job of jobs) this.surplus.push({ job, shard, at, maxAgeMs });
+    this.armSurplusTimer();
+    this.wake({ runAt: null });
+  }
+
+  /** Surplus jobs this claim may take (its queues and kinds), oldest first, up to its limit. */
+  private takeSurplus(params: JobClaimParams): ClaimedJob[] {
+    if (this.surplus.length === 0) return [];
+    const taken: ClaimedJob[] = [];
+    this.surplus = this.surplus.filter((entry) => {
+      if (taken.length >= params.limit || !claimMatches(params, entry.job)) return true;
+      taken.push(entry.job);
+      return false;
+    });
+    return taken;
+  }
+
+  private releaseAgedSurplus(): void {
+    const now = this.clock.monotonic();
+    const aged = this.surplus.filter((entry) => now - entry.at > entry.maxAgeMs);
+    if (aged.length === 0) return;
+    this.surplus = this.surplus.filter((entry) => now - entry.at <= entry.maxAgeMs);
+    for (const entry of aged) void this.releaseJobs(entry.shard, [entry.job]);
+  }
+
+  private armSurplusTimer(): void {
+    if (this.surplusTimer || this.surplus.length === 0) return;
+    const delay = Math.min(...this.surplus.map((entry) => entry.maxAgeMs)) + 1;
+    this.surplusTimer = this.clock.setTimeout(() => {
+      this.surplusTimer = undefined;
+      this.releaseAgedSurplus();
+      this.armSurplusTimer();
+    }, delay);
+    this.surplusTimer.unref();
+  }
+
+  /** Gives leases back; a failure leaves the lease to lapse (the job is due again after it). */
+  private async releaseJobs(shard: Shard, jobs: readonly ClaimedJob[]): Promise<void> {
+    await Promise.all(
+      jobs.map((job) =>
+        shard.store.jobRelease({ id: job.id, token: job.token, leaseOwner: job.leaseOwner }).catch(() => undefined),
+      ),
+    );
+  }
+
+  private unavailable(what: string): Error {
+    const down = this.shards.find((shard) => shard.lastError !== undefined);
+    if (down?.lastError instanceof Error) return down.lastError;
+    return new ShardsUnavailableError(`no shard could ${what}: every shard is down`, undefined);
+  }
+
+  async jobNextRunAt(params: NextRunAtParams): Promise<Date | null> {
+    const shards = this.liveShards();
+    if (shards.length === 0) throw this.unavailable('answer next-run-at');
+    let answered: Date | null = null;
+    const answers = await this.fanOutWithStragglers(
+      shards.map((shard) => ({ shard, call: (store: Store) => store.jobNextRunAt(params) })),
+      (_shard, late: Date | null) => {
+        // A late shard with earlier work than the answer given: tell the listeners.
+        if (late !== null && (answered === null || late < answered)) this.wake({ runAt: late });
+      },
+    );
+    if (answers.values.length === 0) throw answers.errors[0];
+    for (const { value } of answers.values)
+      if (value !== null && (answered === null || value < answered)) answered = value;
+    return answered;
+  }
+
+  // ---- writes by id ----
+
+  async jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null> {
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.jobHeartbeat(params)) : null;
+  }
+
+  async jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
+    return this.splitLeases(params.leases, null, (store, leases) => store.jobHeartbeatMany({ ...params, leases }));
+  }
+
+  async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
+    if (params.transaction !== undefined) {
+      throw new ConfigurationError('a sharded store cannot join a caller transaction; complete without transaction');
+    }
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.jobComplete(params)) : 'stale';
+  }
+
+  async jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
+    return this.splitLeases<CompleteOutcome>(params.leases, 'stale', (store, leases) =>
+      store.jobCompleteMany({ ...params, leases }),
+    );
+  }
+
+  /** Sends each shard its own leases in one call, answers in input order; leases of no listed shard answer `unknown`. */
+  private async splitLeases<T>(
+    leases: readonly JobLease[],
+    unknown: T,
+    call: (store: Store, leases: JobLease[]) => Promise<T[]>,
+  ): Promise<T[]> {
+    const groups = new Map<Shard, number[]>();
+    const results: T[] = leases.map(() => unknown);
+    for (const [index, lease] of leases.entries()) {
+      const shard = this.shardOfId(lease.id);
+      if (!shard) continue;
+      const group = groups.get(shard) ?? [];
+      group.push(index);
+      groups.set(shard, group);
+    }
+    await Promise.all(
+      [...groups.entries()].map(async ([shard, indexes]) => {
+        const answered = await this.onShard(shard, (store) =>
+          call(
+            store,
+            indexes.map((index) => leases[index]!),
+          ),
+        );
+        for (const [position, index] of indexes.entries()) results[index] = answered[position]!;
+      }),
+    );
+    return results;
+  }
+
+  async jobFail(params: JobFailParams): Promise<FailOutcome> {
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.jobFail(params)) : { outcome: 'stale' };
+  }
+
+  async jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.jobRelease(params)) : 'stale';
+  }
+
+  async jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
+    // Surplus of that claim is given back by the shards below: it must never be handed out after.
+    this.surplus = this.surplus.filter((entry) => entry.job.leaseOwner !== params.owner);
+    const counts = await this.everyShard((store) => store.jobReleaseByOwner(params));
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  async jobCancel(params: JobCancelParams): Promise<CancelOutcome> {
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.jobCancel(params)) : 'not_found';
+  }
+
+  async jobGet(params: { id: string }): Promise<Job | null> {
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.jobGet(params)) : null;
+  }
+
+  async deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
+    const shard = this.shardOfId(params.id);
+    return shard ? this.onShard(shard, (store) => store.deadLetterRetry(params)) : null;
+  }
+
+  // ---- reads and admin across shards ----
+
+  /** Calls every shard; any failure fails the call (a merged answer missing a shard would be wrong). */
+  private everyShard<T>(call: (store: Store) => Promise<T>): Promise<T[]> {
+    return Promise.all(this.shards.map((shard) => this.onShard(shard, call)));
+  }
+
+  async jobList(params: JobListParams): Promise<Job[]> {
+    return mergeById(await this.everyShard((store) => store.jobList(params)), params.limit);
+  }
+
+  async deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
+    return mergeById(await this.everyShard((store) => store.deadLetterList(params)), params.limit);
+  }
+
+  async deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
+    if (params.ids === undefined) {
+      const counts = await this.everyShard((store) => store.deadLetterPurge(params));
+      return counts.reduce((sum, count) => sum + count, 0);
+    }
+    // Invalid ids are refused by a shard exactly as a single store refuses them.
+    if (params.ids.some((id) => shardNumberOfId(id) === null) || params.ids.length === 0) {
+      return this.shards[0]!.store.deadLetterPurge(params);
+    }
+    const byShard = new Map<Shard, string[]>();
+    for (const id of params.ids) {
+      const shard = this.shardOfId(id);
+      if (!shard) continue;
+      byShard.set(shard, [...(byShard.get(shard) ?? []), id]);
+    }
+    const counts = await Promise.all(
+      [...byShard.entries()].map(([shard, ids]) =>
+        this.onShard(shard, (store) => store.deadLetterPurge({ ...params, ids })),
+      ),
+    );
+    // parkedBefore with ids: shards not named still purge by date.
+    if (params.parkedBefore !== undefined) {
+      const others = this.shards.filter((shard) => !byShard.has(shard));
+      const more = await Promise.all(
+        others.map((shard) =>
+          this.onShard(shard, (store) => store.deadLetterPurge({ parkedBefore: params.parkedBefore })),
+        ),
+      );
+      counts.push(...more);
+    }
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  async jobPruneFinished(params: JobPruneParams): Promise<number> {
+    const counts = await this.everyShard((store) => store.jobPruneFinished(params));
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  async queueStats(params?: Parameters<Store['queueStats']>[0]): Promise<QueueStats[]> {
+    const merged = new Map<string, QueueStats>();
+    for (const stats of await this.everyShard((store) => store.queueStats(params))) {
+      for (const queue of stats) {
+        const into = merged.get(queue.queue);
+        if (!into) {
+          merged.set(queue.queue, { ...queue });
+          continue;
+        }
+        into.scheduled += queue.scheduled;
+        into.available += queue.available;
+        into.running += queue.running;
+        into.done += queue.done;
+        into.cancelled += queue.cancelled;
+        into.dead += queue.dead;
+        into.unhandled += queue.unhandled;
+        if (queue.paused) into.paused = true;
+      }
+    }
+    return [...merged.values()].sort((a, b) => compareText(a.queue, b.queue));
+  }
+
+  async jobDueCountsByKind(params?: Parameters<Store['jobDueCountsByKind']>[0]): Promise<DueKindCount[]> {
+    const merged = new Map<string, DueKindCount>();
+    for (const counts of await this.everyShard((store) => store.jobDueCountsByKind(params))) {
+      for (const count of counts) {
+        const key = JSON.stringify([count.queue, count.kind]);
+        const into = merged.get(key);
+        if (into) into.count += count.count;
+        else merged.set(key, { ...count });
+      }
+    }
+    return [...merged.values()].sort((a, b) => compareText(a.queue, b.queue) || compareText(a.kind, b.kind));
+  }
+
+  /** Pauses on every shard (a queue spans them all); the answer is the first shard's. */
+  async queuePause(params: QueueNameParams): Promise<QueueState> {
+    const states = await this.everyShard((store) => store.queuePause(params));
+    return earliestPause(states);
+  }
+
+  async queueResume(params: QueueNameParams): Promise<QueueState> {
+    const states = await this.everyShard((store) => store.queueResume(params));
+    return states[0]!;
+  }
+
+  async queueList(): Promise<QueueState[]> {
+    const merged = new Map<string, QueueState[]>();
+    for (const states of await this.everyShard((store) => store.queueList())) {
+      for (const state of states) merged.set(state.name, [...(merged.get(state.name) ?? []), state]);
+    }
+    return [...merged.entries()]
+      .sort(([a], [b]) => compareText(a, b))
+      .map(([, states]) => (states.some((state) => state.paused) ? earliestPause(states) : states[0]!));
+  }
+
+  // ---- schedules: each lives on the shard of its id's hash ----
+
+  /** The shard holding schedule `id` now, asking its hash's shard first; null when none has it. */
+  private async scheduleHome(id: string): Promise<Shard | null> {
+    const hashed = this.shardForKey(`schedule:${id}`);
+    if (await this.onShard(hashed, (store) => store.scheduleGet({ id }))) return hashed;
+    // A schedule created before a shard was added (or on a shard now draining) stays where it was.
+    for (const shard of this.shards) {
+      if (shard === hashed) continue;
+      if (await this.onShard(shard, (store) => store.scheduleGet({ id }))) return shard;
+    }
+    return null;
+  }
+
+  async scheduleUpsert(params: ScheduleUpsertParams): Promise<ScheduleUpsertResult> {
+    const id = params.spec.id;
+    const home = typeof id === 'string' ? await this.scheduleHome(id) : null;
+    if (home && !home.draining) return this.onShard(home, (store) => store.scheduleUpsert(params));
+    const target = typeof id === 'string' ? this.shardForKey(`schedule:${id}`) : this.shards[0]!;
+    const result = await this.onShard(target, (store) => store.scheduleUpsert(params));
+    if (home) {
+      // Moved off a draining shard: the old copy and its pending runs go.
+      await this.onShard(home, (store) => store.scheduleDelete({ id }));
+      return { ...result, created: false };
+    }
+    return result;
+  }
+
+  async scheduleGet(params: { id: string }): Promise<ScheduleUpsertResult['schedule'] | null> {
+    const home = await this.scheduleHome(params.id);
+    return home ? this.onShard(home, (store) => store.scheduleGet(params)) : null;
+  }
+
+  async scheduleList(params: ScheduleListParams): Promise<ScheduleUpsertResult['schedule'][]> {
+    const lists = await this.everyShard((store) => store.scheduleList(params));
+    const limit = params.limit ?? 100;
+    return lists
+      .flat()
+      .sort((a, b) => compareText(a.id, b.id))
+      .slice(0, limit);
+  }
+
+  private async onScheduleHome<T>(id: string, call: (store: Store) => Promise<T>, missing: T): Promise<T> {
+    const home = await this.scheduleHome(id);
+    return home ? this.onShard(home, call) : missing;
+  }
+
+  schedulePause(params: ScheduleIdParams): Promise<ScheduleUpsertResult['schedule'] | null> {
+    return this.onScheduleHome(params.id, (store) => store.schedulePause(params), null);
+  }
+
+  scheduleResume(params: ScheduleIdParams): Promise<ScheduleUpsertResult['schedule'] | null> {
+    return this.onScheduleHome(params.id, (store) => store.scheduleResume(params), null);
+  }
+
+  scheduleDelete(params: { id: string }): Promise<boolean> {
+    return this.onScheduleHome(params.id, (store) => store.scheduleDelete(params), false);
+  }
+
+  async scheduleRepair(params?: ScheduleRepairParams): Promise<number> {
+    const counts = await Promise.all(
+      this.liveShards().map((shard) => this.onShard(shard, (store) => store.scheduleRepair(params)).catch(() => 0)),
+    );
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  // ---- wake-ups ----
+
+  async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
+    if (this.closed) throw new ConfigurationError('ShardedStore.subscribe: the store is closed');
+    this.listeners.add(listener);
+    this.subscribing ??= (async () => {
+      for (const shard of this.shards) {
+        this.unsubscribes.push(await shard.store.subscribe((wakeUp) => this.wake(wakeUp)));
+      }
+    })();
+    await this.subscribing;
+    let subscribed = true;
+    return async () => {
+      if (!subscribed) return;
+      subscribed = false;
+      this.listeners.delete(listener);
+    };
+  }
+
+  // ---- worker registry: every live shard holds a copy, so any one shard answers ----
+
+  async workerRegister(params: WorkerRegisterParams): Promise<WorkerRecord> {
+    const shards = this.liveShards();
+    const settled = await Promise.allSettled(
+      shards.map((shard) => this.onShard(shard, (store) => store.workerRegister(params))),
+    );
+    const recorded = settled.find((outcome) => outcome.status === 'fulfilled');
+    if (recorded) return recorded.value;
+    const failed = settled.find((outcome) => outcome.status === 'rejected');
+    throw failed ? failed.reason : this.unavailable('register a worker');
+  }
+
+  async workerDeregister(params: { id: string }): Promise<boolean> {
+    const settled = await Promise.allSettled(
+      this.shards.map((shard) => this.onShard(shard, (store) => store.workerDeregister(params))),
+    );
+    const answered = settled.filter((outcome) => outcome.status === 'fulfilled');
+    if (answered.length === 0) throw (settled[0] as PromiseRejectedResult).reason;
+    return answered.some((outcome) => outcome.value);
+  }
+
+  async workerList(params?: Parameters<Store['workerList']>[0]): Promise<WorkerRecord[]> {
+    const settled = await Promise.allSettled(
+      this.liveShards().map((shard) => this.onShard(shard, (store) => store.workerList(params))),
+    );
+    const answered = settled.filter((outcome) => outcome.status === 'fulfilled');
+    if (answered.length === 0) {
+      const failed = settled.find((outcome) => outcome.status === 'rejected');
+      throw failed ? failed.reason : this.unavailable('list workers');
+    }
+    const latest = new Map<string, WorkerRecord>();
+    for (const outcome of answered) {
+      for (const record of outcome.value) {
+        const seen = latest.get(record.id);
+        if (!seen || record.lastSeenAt > seen.lastSeenAt) latest.set(record.id, record);
+      }
+    }
+    return [...latest.values()].sort((a, b) => compareText(a.id, b.id));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.surplusTimer) this.clock.clearTimeout(this.surplusTimer);
+    const surplus = this.surplus;
+    this.surplus = [];
+    await Promise.all(surplus.map((entry) => this.releaseJobs(entry.shard, [entry.job])));
+    this.listeners.clear();
+    await Promise.all(this.unsubscribes.map((unsubscribe) => unsubscribe().catch(() => {})));
+    await Promise.all(this.shards.map((shard) => shard.store.close()));
+  }
+}
+
+/** Whether a claim with these filters could have claimed `job`. */
+function claimMatches(params: JobClaimParams, job: ClaimedJob): boolean {
+  if (params.queues !== undefined && !params.queues.includes(job.queue)) return false;
+  if (params.kinds !== undefined && !params.kinds.includes(job.kind)) return false;
+  if (params.excludeKinds?.includes(job.kind)) return false;
+  return true;
+}
+
+/** Shard lists merged in id order (numeric), cut to the page size. */
+function mergeById(lists: readonly Job[][], limit: number | undefined): Job[] {
+  return lists
+    .flat()
+    .sort((a, b) => Number(a.id) - Number(b.id))
+    .slice(0, limit ?? 100);
+}
+
+/** Bytewise text order, as the stores order names (PostgreSQL "C"-like for ASCII). */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A queue paused on several shards: paused since the earliest of them. */
+function earliestPause(states: readonly QueueState[]): QueueState {
+  const paused = states.filter((state) => state.paused && state.pausedAt !== null);
+  if (paused.length === 0) return states[0]!;
+  return paused.reduce((a, b) => (a.pausedAt! <= b.pausedAt! ? a : b));
+}
+
+/** One item of each list in turn: [[a1, a2], [b1]] → [a1, b1, a2]. */
+function interleave(lists: readonly string[][]): string[] {
+  const out: string[] = [];
+  const longest = Math.max(0, ...lists.map((list) => list.length));
+  for (let index = 0; index < longest; index += 1) {
+    for (const list of lists) if (index < list.length) out.push(list[index]!);
+  }
+  return out;
+}
