@@ -49,6 +49,13 @@ export const CPU_CGROUP_ROOT = process.env.DOCKET_CPU_CGROUP_ROOT ?? '/sys/fs/cg
 export const CPUACCT_CGROUP_ROOT = process.env.DOCKET_CPUACCT_CGROUP_ROOT ?? '/sys/fs/cgroup/cpuacct';
 /** CFS period: 100 ms, the kernel's default; the quota is a share of it. */
 const CFS_PERIOD_US = 100_000;
+/**
+ * cpu.shares of every group made here (the kernel's default is 1024). A quota only caps: on a
+ * machine whose cores are busy with other work, a group at the default weight competes as one
+ * task against every runnable task of the root group and can get far less than its quota (here
+ * 0.1 core of a 0.25 quota with 20 runnable tasks). A high weight makes the quota the one limit.
+ */
+export const GROUP_CPU_SHARES = 16_384;
 
 /**
  * postgresql.conf for a small box: 2 cores, several clusters and the workers on one machine.
@@ -188,6 +195,7 @@ export class CappedCluster {
       mkdirSync(this.cgroupDir);
     }
     if (this.cpuacctDir && !existsSync(this.cpuacctDir)) mkdirSync(this.cpuacctDir);
+    writeFileSync(join(this.cgroupDir, 'cpu.shares'), String(GROUP_CPU_SHARES));
     writeFileSync(join(this.cgroupDir, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
     const quota = this.cpuCores === null ? -1 : Math.round(this.cpuCores * CFS_PERIOD_US);
     writeFileSync(join(this.cgroupDir, 'cpu.cfs_quota_us'), String(quota));
@@ -418,6 +426,36 @@ function runAsPostgres(command: string[]): void {
   const result = spawnSync('runuser', ['-u', 'postgres', '--', ...command], { encoding: 'utf8' });
   if (result.status !== 0) {
     throw new Error(`${command.join(' ')} failed (${result.status}): ${result.stderr}${result.stdout}`);
+  }
+}
+
+/**
+ * An uncapped group (no quota, {@link GROUP_CPU_SHARES} weight) for the benchmark's own worker
+ * processes: they must not be the limit, so they get the same weight as the capped clusters and
+ * no cap. Removed by {@link CpuGroup.remove} once its processes are gone.
+ */
+export class CpuGroup {
+  readonly dir: string;
+
+  constructor(name: string) {
+    this.dir = join(CPU_CGROUP_ROOT, name);
+    if (!existsSync(this.dir)) mkdirSync(this.dir);
+    writeFileSync(join(this.dir, 'cpu.shares'), String(GROUP_CPU_SHARES));
+    writeFileSync(join(this.dir, 'cpu.cfs_quota_us'), '-1');
+  }
+
+  /** Moves a process (all its threads) into the group. */
+  add(pid: number): void {
+    writeFileSync(join(this.dir, 'cgroup.procs'), String(pid));
+  }
+
+  /** Removes the group; its processes must have exited (or moved) first. */
+  remove(): void {
+    try {
+      rmdirSync(this.dir);
+    } catch {
+      // Still holds a process that is exiting: an empty leftover group harms nobody and is reused.
+    }
   }
 }
 

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import {
   type CapMeasurement,
   type CappedCluster,
+  CpuGroup,
   destroyCappedClusters,
   measureCpuCap,
   processCpuMs,
@@ -36,6 +37,9 @@ import { benchJobs, type Contender, type RunRecord, spikeRun } from './workloads
 
 /** The benchmark's ports: 5481-5484, never used by anything else here. */
 export const SHARD_BENCH_PORTS = [5481, 5482, 5483, 5484] as const;
+
+/** The uncapped group of the worker processes (same weight as the clusters' groups, no quota). */
+const WORKER_GROUP = 'docket-shard-workers';
 
 /** Settings of one shard benchmark. */
 export interface ShardBenchOptions {
@@ -74,6 +78,12 @@ export interface ShardDrainRecord {
   workerCores: number;
   /** The busiest worker process's cores. */
   busiestWorkerCores: number;
+  /**
+   * The largest share of the drain a worker's main thread spent runnable but waiting for a core
+   * (/proc/<pid>/schedstat run_delay ÷ wall time): near 0 means the workers got the CPU they asked
+   * for, so a worker that used little CPU was waiting on its shards, not starved.
+   */
+  workerRunQueueShare: number;
   /** Per cluster: cores it used over the drain (cpuacct), and the share of CFS periods it was throttled in. */
   clusterCores: number[];
   throttledShare: number[];
@@ -154,7 +164,7 @@ export async function runShardBench(options: ShardBenchOptions): Promise<ShardBe
         results.drains.push(drain);
         log(
           `drain ${shards} shard(s) r${r}: ${drain.status} ${Math.round(drain.jobsPerSec)} jobs/s (${drain.jobs} jobs in ${round(drain.seconds)} s; ` +
-            `workers ${round(drain.workerCores)} cores, busiest ${round(drain.busiestWorkerCores)}; clusters ${drain.clusterCores.map(round).join('/')} cores, ` +
+            `workers ${round(drain.workerCores)} cores, busiest ${round(drain.busiestWorkerCores)}, run queue ${Math.round(drain.workerRunQueueShare * 100)}%; clusters ${drain.clusterCores.map(round).join('/')} cores, ` +
             `throttled ${drain.throttledShare.map((s) => `${Math.round(s * 100)}%`).join('/')}; spread ${drain.jobsPerShardSeen.join('/')}; sessions ${JSON.stringify(drain.sessionSamples)}) ${drain.problems.join('; ')}`,
         );
       }
@@ -199,6 +209,7 @@ function configFor(clusters: readonly CappedCluster[], options: ShardBenchOption
 interface Reading {
   atMs: number;
   workerMs: number[];
+  workerWaitMs: number[];
   clusterMs: number[];
   periods: number[];
   throttled: number[];
@@ -214,10 +225,20 @@ function read(workers: readonly WorkerProcess[], clusters: readonly CappedCluste
         return Number.NaN;
       }
     }),
+    workerWaitMs: workers.map((worker) => runQueueWaitMs(worker.pid)),
     clusterMs: clusters.map((cluster) => cluster.cpuUsedMs()),
     periods: clusters.map((cluster) => cluster.cpuStat().periods),
     throttled: clusters.map((cluster) => cluster.cpuStat().throttledPeriods),
   };
+}
+
+/** How long a process's main thread has waited runnable for a core, ms (NaN once it is gone). */
+function runQueueWaitMs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /**
@@ -244,6 +265,7 @@ async function shardDrain(
     jobsPerSec: Number.NaN,
     workerCores: Number.NaN,
     busiestWorkerCores: Number.NaN,
+    workerRunQueueShare: Number.NaN,
     clusterCores: [],
     throttledShare: [],
     jobsPerShardSeen: [],
@@ -255,6 +277,7 @@ async function shardDrain(
   };
   const config = configFor(clusters, options);
   let workers: WorkerProcess[] = [];
+  const workerGroup = new CpuGroup(WORKER_GROUP);
   await system.reset(config);
   const store = await system.openStore(config);
   try {
@@ -272,7 +295,9 @@ async function shardDrain(
     );
     drain.insertSeconds = (wallNowMs() - insertStart) / 1000;
     const recorder = new StartRecorder(jobs);
-    workers = await WorkerProcess.startMany(options.procs, config, recorder);
+    workers = await WorkerProcess.startMany(options.procs, config, recorder, {
+      onForked: (pid) => workerGroup.add(pid),
+    });
     const before = read(workers, clusters);
     const sampling = sampleSessions(clusters, drain.sessionSamples);
     const allStarted = await recorder.waitFor(jobs, options.capMs).finally(() => sampling.stop());
@@ -294,6 +319,7 @@ async function shardDrain(
     const workerCores = after.workerMs.map((ms, k) => (ms - before.workerMs[k]!) / wall);
     drain.workerCores = workerCores.reduce((sum, cores) => sum + cores, 0);
     drain.busiestWorkerCores = Math.max(...workerCores);
+    drain.workerRunQueueShare = Math.max(...after.workerWaitMs.map((ms, k) => (ms - before.workerWaitMs[k]!) / wall));
     drain.clusterCores = after.clusterMs.map((ms, k) => (ms - before.clusterMs[k]!) / wall);
     drain.throttledShare = after.throttled.map(
       (t, k) => (t - before.throttled[k]!) / Math.max(1, after.periods[k]! - before.periods[k]!),
@@ -311,6 +337,7 @@ async function shardDrain(
   } finally {
     for (const worker of workers) worker.kill();
     await store.close().catch(() => {});
+    workerGroup.remove();
   }
   return drain;
 }
@@ -446,11 +473,11 @@ export function shardSection(results: ShardBenchResults): string {
     '',
     'Every round:',
     '',
-    '| shards | round | status | jobs | insert s | drain s | jobs/s | workers (cores) | busiest worker | clusters (cores) | throttled | jobs per shard |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| shards | round | status | jobs | insert s | drain s | jobs/s | workers (cores) | busiest worker | worker run-queue wait | clusters (cores) | throttled | jobs per shard |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.drains.map(
       (d) =>
-        `| ${d.shards} | ${d.round} | ${d.status}${d.problems.length ? `: ${d.problems.join('; ')}` : ''} | ${fmt(d.jobs)} | ${fmt(d.insertSeconds, 1)} | ${fmt(d.seconds, 1)} | ${fmt(d.jobsPerSec)} | ${fmt(d.workerCores, 2)} | ${fmt(d.busiestWorkerCores, 2)} | ${d.clusterCores.map((c) => fmt(c, 3)).join(' / ')} | ${d.throttledShare.map((s) => `${fmt(s * 100)} %`).join(' / ')} | ${d.jobsPerShardSeen.map((n) => fmt(n)).join(' / ')} |`,
+        `| ${d.shards} | ${d.round} | ${d.status}${d.problems.length ? `: ${d.problems.join('; ')}` : ''} | ${fmt(d.jobs)} | ${fmt(d.insertSeconds, 1)} | ${fmt(d.seconds, 1)} | ${fmt(d.jobsPerSec)} | ${fmt(d.workerCores, 2)} | ${fmt(d.busiestWorkerCores, 2)} | ${fmt(d.workerRunQueueShare * 100)} % | ${d.clusterCores.map((c) => fmt(c, 3)).join(' / ')} | ${d.throttledShare.map((s) => `${fmt(s * 100)} %`).join(' / ')} | ${d.jobsPerShardSeen.map((n) => fmt(n)).join(' / ')} |`,
     ),
     '',
   ];

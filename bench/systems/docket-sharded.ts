@@ -35,7 +35,7 @@ function withSchema(url: string): string {
 async function openSharded(config: SystemConfig): Promise<Docket[]> {
   const urls = shardUrls(config).map(withSchema);
   if (config.shardLayout === 'independent') return Promise.all(urls.map((url) => Docket.open({ url })));
-  return [await Docket.open({ shards: urls } as unknown as Parameters<typeof Docket.open>[0])];
+  return [await Docket.open({ shards: urls })];
 }
 
 async function recreate(url: string): Promise<void> {
