@@ -414,8 +414,8 @@ async function shardMain(): Promise<void> {
     smoke,
     counts,
     cpuCores: positive('shard-cpu', args['shard-cpu'], smoke ? 0.5 : 0.1, false),
-    jobsPerShard: positive('shard-jobs', args['shard-jobs'], smoke ? 500 : 80_000),
-    procs: positive('shard-procs', args['shard-procs'], smoke ? 1 : 3),
+    jobsPerShard: positive('shard-jobs', args['shard-jobs'], smoke ? 500 : 60_000),
+    procs: positive('shard-procs', args['shard-procs'], 1),
     concurrency,
     rounds: positive('rounds', args.rounds, smoke ? 1 : 3),
     spikeJobs:

@@ -87,6 +87,11 @@ export interface ShardDrainRecord {
   /** Per cluster: cores it used over the drain (cpuacct), and the share of CFS periods it was throttled in. */
   clusterCores: number[];
   throttledShare: number[];
+  /**
+   * CPU the clusters spent per job drained, µs (their CPU time over the drain ÷ jobs): flat across
+   * shard counts when a shard does the same work per job however many there are.
+   */
+  clusterUsPerJob: number;
   /** Jobs each shard held (by its own count at the end), to show the spread of keyless submits. */
   jobsPerShardSeen: number[];
   /**
@@ -165,7 +170,7 @@ export async function runShardBench(options: ShardBenchOptions): Promise<ShardBe
         log(
           `drain ${shards} shard(s) r${r}: ${drain.status} ${Math.round(drain.jobsPerSec)} jobs/s (${drain.jobs} jobs in ${round(drain.seconds)} s; ` +
             `workers ${round(drain.workerCores)} cores, busiest ${round(drain.busiestWorkerCores)}, run queue ${Math.round(drain.workerRunQueueShare * 100)}%; clusters ${drain.clusterCores.map(round).join('/')} cores, ` +
-            `throttled ${drain.throttledShare.map((s) => `${Math.round(s * 100)}%`).join('/')}; spread ${drain.jobsPerShardSeen.join('/')}; sessions ${JSON.stringify(drain.sessionSamples)}) ${drain.problems.join('; ')}`,
+            `throttled ${drain.throttledShare.map((s) => `${Math.round(s * 100)}%`).join('/')}, ${round(drain.clusterUsPerJob)} µs CPU/job; spread ${drain.jobsPerShardSeen.join('/')}; sessions ${JSON.stringify(drain.sessionSamples)}) ${drain.problems.join('; ')}`,
         );
       }
     }
@@ -267,6 +272,7 @@ async function shardDrain(
     busiestWorkerCores: Number.NaN,
     workerRunQueueShare: Number.NaN,
     clusterCores: [],
+    clusterUsPerJob: Number.NaN,
     throttledShare: [],
     jobsPerShardSeen: [],
     sessionSamples: {},
@@ -321,6 +327,9 @@ async function shardDrain(
     drain.busiestWorkerCores = Math.max(...workerCores);
     drain.workerRunQueueShare = Math.max(...after.workerWaitMs.map((ms, k) => (ms - before.workerWaitMs[k]!) / wall));
     drain.clusterCores = after.clusterMs.map((ms, k) => (ms - before.clusterMs[k]!) / wall);
+    drain.clusterUsPerJob =
+      (after.clusterMs.reduce((sum, ms, k) => sum + ms - before.clusterMs[k]!, 0) * 1000) /
+      Math.max(1, recorder.distinct);
     drain.throttledShare = after.throttled.map(
       (t, k) => (t - before.throttled[k]!) / Math.max(1, after.periods[k]! - before.periods[k]!),
     );
@@ -401,6 +410,7 @@ export interface ShardSummaryRow {
   ratio: number;
   workerCores: number;
   clusterCores: number;
+  clusterUsPerJob: number;
   throttledShare: number;
 }
 
@@ -417,6 +427,7 @@ export function summarize(results: ShardBenchResults): ShardSummaryRow[] {
       ratio: Number.NaN,
       workerCores: median(ok.map((drain) => drain.workerCores)),
       clusterCores: median(ok.map((drain) => median(drain.clusterCores))),
+      clusterUsPerJob: median(ok.map((drain) => drain.clusterUsPerJob)),
       throttledShare: median(ok.map((drain) => median(drain.throttledShare))),
     };
   });
@@ -458,8 +469,8 @@ export function shardSection(results: ShardBenchResults): string {
         `| ${cap.port} | ${fmt(cap.cpuMs)} | ${fmt(cap.wallMs)} | ${fmt(cap.cpuShare, 3)} | ${cap.cpuCores} | ${cap.throttledPeriods} |`,
     ),
     '',
-    '| shards | drain jobs/s (median) | × 1 shard | target | rounds ok | workers used (cores) | each cluster used (cores) | periods throttled |',
-    '|---|---|---|---|---|---|---|---|',
+    '| shards | drain jobs/s (median) | × 1 shard | target | rounds ok | workers used (cores) | each cluster used (cores) | periods throttled | cluster CPU per job |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows.map((row) => {
       const target = SHARD_TARGETS[row.shards];
       const verdict =
@@ -468,7 +479,7 @@ export function shardSection(results: ShardBenchResults): string {
           : Number.isFinite(row.ratio) && row.ratio >= target
             ? `≥ ${target}×: met`
             : `≥ ${target}×: **MISSED**`;
-      return `| ${row.shards} | ${fmt(row.jobsPerSec)} | ${fmt(row.ratio, 2)}× | ${verdict} | ${row.okRounds}/${row.rounds} | ${fmt(row.workerCores, 2)} | ${fmt(row.clusterCores, 3)} | ${fmt(row.throttledShare * 100)} % |`;
+      return `| ${row.shards} | ${fmt(row.jobsPerSec)} | ${fmt(row.ratio, 2)}× | ${verdict} | ${row.okRounds}/${row.rounds} | ${fmt(row.workerCores, 2)} | ${fmt(row.clusterCores, 3)} | ${fmt(row.throttledShare * 100)} % | ${fmt(row.clusterUsPerJob, 1)} µs |`;
     }),
     '',
     'Every round:',
