@@ -92,6 +92,12 @@ export interface ShardDrainRecord {
    * shard counts when a shard does the same work per job however many there are.
    */
   clusterUsPerJob: number;
+  /**
+   * From pg_stat_statements on every shard over the drain (workers' statements only, summed over
+   * shards): claim and completion statements and the rows they touched, and all statements per
+   * job drained. Rows per call is the batch size a shard actually saw.
+   */
+  statements: { claimCalls: number; claimRows: number; completeCalls: number; completeRows: number; perJob: number };
   /** Jobs each shard held (by its own count at the end), to show the spread of keyless submits. */
   jobsPerShardSeen: number[];
   /**
@@ -124,6 +130,7 @@ export async function runShardBench(options: ShardBenchOptions): Promise<ShardBe
   const clusters = await startCappedClusters({
     ports: SHARD_BENCH_PORTS.slice(0, maxShards),
     cpuCores: options.cpuCores,
+    settings: STATEMENT_SETTINGS,
     log,
   });
   const results: ShardBenchResults = {
@@ -170,7 +177,7 @@ export async function runShardBench(options: ShardBenchOptions): Promise<ShardBe
         log(
           `drain ${shards} shard(s) r${r}: ${drain.status} ${Math.round(drain.jobsPerSec)} jobs/s (${drain.jobs} jobs in ${round(drain.seconds)} s; ` +
             `workers ${round(drain.workerCores)} cores, busiest ${round(drain.busiestWorkerCores)}, run queue ${Math.round(drain.workerRunQueueShare * 100)}%; clusters ${drain.clusterCores.map(round).join('/')} cores, ` +
-            `throttled ${drain.throttledShare.map((s) => `${Math.round(s * 100)}%`).join('/')}, ${round(drain.clusterUsPerJob)} µs CPU/job; spread ${drain.jobsPerShardSeen.join('/')}; sessions ${JSON.stringify(drain.sessionSamples)}) ${drain.problems.join('; ')}`,
+            `throttled ${drain.throttledShare.map((s) => `${Math.round(s * 100)}%`).join('/')}, ${round(drain.clusterUsPerJob)} µs CPU/job; claims ${drain.statements.claimCalls} × ${round(drain.statements.claimRows / Math.max(1, drain.statements.claimCalls))} rows, completions ${drain.statements.completeCalls} × ${round(drain.statements.completeRows / Math.max(1, drain.statements.completeCalls))} rows, ${round(drain.statements.perJob)} statements/job; spread ${drain.jobsPerShardSeen.join('/')}; sessions ${JSON.stringify(drain.sessionSamples)}) ${drain.problems.join('; ')}`,
         );
       }
     }
@@ -273,6 +280,7 @@ async function shardDrain(
     workerRunQueueShare: Number.NaN,
     clusterCores: [],
     clusterUsPerJob: Number.NaN,
+    statements: { claimCalls: 0, claimRows: 0, completeCalls: 0, completeRows: 0, perJob: Number.NaN },
     throttledShare: [],
     jobsPerShardSeen: [],
     sessionSamples: {},
@@ -300,6 +308,7 @@ async function shardDrain(
       }),
     );
     drain.insertSeconds = (wallNowMs() - insertStart) / 1000;
+    await Promise.all(clusters.map((cluster) => resetStatements(cluster)));
     const recorder = new StartRecorder(jobs);
     workers = await WorkerProcess.startMany(options.procs, config, recorder, {
       onForked: (pid) => workerGroup.add(pid),
@@ -333,6 +342,14 @@ async function shardDrain(
     drain.throttledShare = after.throttled.map(
       (t, k) => (t - before.throttled[k]!) / Math.max(1, after.periods[k]! - before.periods[k]!),
     );
+    const counted = await Promise.all(clusters.map((cluster) => readStatements(cluster)));
+    for (const c of counted) {
+      drain.statements.claimCalls += c.claimCalls;
+      drain.statements.claimRows += c.claimRows;
+      drain.statements.completeCalls += c.completeCalls;
+      drain.statements.completeRows += c.completeRows;
+    }
+    drain.statements.perJob = counted.reduce((sum, c) => sum + c.allCalls, 0) / Math.max(1, recorder.distinct);
     await Promise.all(workers.map((worker) => worker.stop()));
     for (const worker of workers) if (worker.error) fail(`worker ${worker.pid}: ${worker.error}`, 'error');
     workers = [];
@@ -387,6 +404,58 @@ function sampleSessions(
       await Promise.all(loops).catch(() => {});
     },
   };
+}
+
+/** pg_stat_statements, loaded by every shard cluster (see runShardBench), so batch sizes can be read. */
+export const STATEMENT_SETTINGS: Readonly<Record<string, string>> = {
+  shared_preload_libraries: "'pg_stat_statements'",
+  'pg_stat_statements.track': "'top'",
+};
+
+async function onShard<T>(cluster: CappedCluster, fn: (client: import('pg').Client) => Promise<T>): Promise<T> {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: cluster.url(SHARD_DATABASE) });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function resetStatements(cluster: CappedCluster): Promise<void> {
+  return onShard(cluster, async (client) => {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await client.query('SELECT pg_stat_statements_reset()');
+  });
+}
+
+/**
+ * The drain's statements on one shard: the claim is the statement that raises the token
+ * (`token = j.token + 1`), a completion the batch that sets `state = 'done'` over `unnest(...)`.
+ */
+function readStatements(
+  cluster: CappedCluster,
+): Promise<{ claimCalls: number; claimRows: number; completeCalls: number; completeRows: number; allCalls: number }> {
+  return onShard(cluster, async (client) => {
+    const { rows } = await client.query<{ query: string; calls: string; rows: string }>(
+      `SELECT query, calls, rows FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND query NOT ILIKE '%pg_stat_%'`,
+    );
+    const sum = (match: (query: string) => boolean, field: 'calls' | 'rows') =>
+      rows.filter((row) => match(row.query)).reduce((total, row) => total + Number(row[field]), 0);
+    // pg_stat_statements shows constants as $n, so match on the statements' shapes.
+    const claim = (query: string) => /token = j\.token \+/.test(query);
+    const complete = (query: string) => /SET state = \S+, finished_at/.test(query) && query.includes('unnest(');
+    return {
+      claimCalls: sum(claim, 'calls'),
+      claimRows: sum(claim, 'rows'),
+      completeCalls: sum(complete, 'calls'),
+      completeRows: sum(complete, 'rows'),
+      allCalls: sum(() => true, 'calls'),
+    };
+  });
 }
 
 async function jobsOnShard(cluster: CappedCluster): Promise<number> {
@@ -484,11 +553,11 @@ export function shardSection(results: ShardBenchResults): string {
     '',
     'Every round:',
     '',
-    '| shards | round | status | jobs | insert s | drain s | jobs/s | workers (cores) | busiest worker | worker run-queue wait | clusters (cores) | throttled | jobs per shard |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| shards | round | status | jobs | insert s | drain s | jobs/s | workers (cores) | busiest worker | worker run-queue wait | clusters (cores) | throttled | CPU per job | claim rows per call | completion rows per call | statements per job | jobs per shard |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.drains.map(
       (d) =>
-        `| ${d.shards} | ${d.round} | ${d.status}${d.problems.length ? `: ${d.problems.join('; ')}` : ''} | ${fmt(d.jobs)} | ${fmt(d.insertSeconds, 1)} | ${fmt(d.seconds, 1)} | ${fmt(d.jobsPerSec)} | ${fmt(d.workerCores, 2)} | ${fmt(d.busiestWorkerCores, 2)} | ${fmt(d.workerRunQueueShare * 100)} % | ${d.clusterCores.map((c) => fmt(c, 3)).join(' / ')} | ${d.throttledShare.map((s) => `${fmt(s * 100)} %`).join(' / ')} | ${d.jobsPerShardSeen.map((n) => fmt(n)).join(' / ')} |`,
+        `| ${d.shards} | ${d.round} | ${d.status}${d.problems.length ? `: ${d.problems.join('; ')}` : ''} | ${fmt(d.jobs)} | ${fmt(d.insertSeconds, 1)} | ${fmt(d.seconds, 1)} | ${fmt(d.jobsPerSec)} | ${fmt(d.workerCores, 2)} | ${fmt(d.busiestWorkerCores, 2)} | ${fmt(d.workerRunQueueShare * 100)} % | ${d.clusterCores.map((c) => fmt(c, 3)).join(' / ')} | ${d.throttledShare.map((s) => `${fmt(s * 100)} %`).join(' / ')} | ${fmt(d.clusterUsPerJob, 1)} µs | ${fmt(d.statements.claimRows / d.statements.claimCalls, 1)} | ${fmt(d.statements.completeRows / d.statements.completeCalls, 1)} | ${fmt(d.statements.perJob, 3)} | ${d.jobsPerShardSeen.map((n) => fmt(n)).join(' / ')} |`,
     ),
     '',
   ];
