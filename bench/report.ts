@@ -3,9 +3,11 @@
  * rounds, Docket-to-peer ratios, targets met or missed, profiles), the raw JSON beside it, and SVG
  * charts in `results/`.
  */
+
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProfileSummary } from './cpu-profile.js';
+import { TARGET_MS as DASHBOARD_TARGET_MS, type DashboardTiming, dashboardTable } from './dashboard-queries.js';
 import type { PgbenchResult } from './pgbench-limit.js';
 import { pgbenchSqlForReport } from './pgbench-limit.js';
 import { existingShardSection } from './shard-section.js';
@@ -49,6 +51,8 @@ export interface BenchResults {
   profileRun?: { jobsPerSec: number; status: string };
   /** pg_stat_activity samples during the profiled drain: wait event + query → count. */
   waits: Record<string, number>;
+  /** The dashboard's API calls at 1M pending + 1M finished rows (bench/dashboard-queries.ts). */
+  dashboard?: DashboardTiming[];
 }
 
 type Params = RunRecord['params'];
@@ -724,6 +728,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...sqliteSection(bench, targets),
     ...submitSection(bench, targets),
     ...singleSubmitSection(bench, targets),
+    ...dashboardSection(bench, targets),
     ...memorySection(bench, targets),
     ...profileSection(bench),
     ...failuresSection(bench),
@@ -803,4 +808,21 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
   writeFileSync(md, lines.join('\n'));
   writeFileSync(json, `${JSON.stringify(bench, null, 1)}\n`);
   return [md, json, ...charts.map((name) => join(outDir, 'results', name))];
+}
+
+/** The dashboard-query table: each call's median against the 150 ms target. */
+function dashboardSection(bench: BenchResults, targets: Target[]): string[] {
+  const timings = bench.dashboard ?? [];
+  if (timings.length === 0) return [];
+  for (const timing of timings) {
+    targets.push(
+      check(
+        `dashboard ${timing.store}: ${timing.call} < ${DASHBOARD_TARGET_MS} ms`,
+        timing.status < 400 && timing.medianMs < DASHBOARD_TARGET_MS,
+        `median ${timing.medianMs} ms (HTTP ${timing.status})`,
+      ),
+    );
+  }
+  const pending = bench.mode === 'smoke' ? 1_000 : 1_000_000;
+  return ['## Dashboard queries', '', dashboardTable(timings, pending, pending), ''];
 }

@@ -4,7 +4,7 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit single-submit memory)
+ *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit single-submit memory dashboard)
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { summarizeProfiles } from './cpu-profile.js';
+import { runDashboardBench } from './dashboard-queries.js';
 import {
   databaseClockOffsetMs,
   databaseNameOf,
@@ -57,6 +58,7 @@ const WORKLOADS = [
   'submit',
   'single-submit',
   'memory',
+  'dashboard',
 ] as const;
 type Workload = (typeof WORKLOADS)[number];
 const PEERS: SystemName[] = ['graphile-worker', 'pg-boss', 'bullmq'];
@@ -602,6 +604,12 @@ async function main(): Promise<void> {
       bench.pgbench = await pgbenchLimit(SIZES.pgbench);
       for (const result of bench.pgbench)
         log(`limit ${result.script}: ${Math.round(result.lifecyclesPerSec)} lifecycles/s`);
+    }
+    if (only.has('dashboard') && wallNowMs() < deadlineMs) {
+      // The dashboard's API calls on 1M pending + 1M finished rows (a tiny table in smoke mode).
+      const rows = smoke ? 1_000 : 1_000_000;
+      log(`dashboard: every page's API calls over ${rows.toLocaleString('en')} + ${rows.toLocaleString('en')} rows`);
+      bench.dashboard = await runDashboardBench({ pending: rows, finished: rows, stores: ['postgres', 'sqlite'], log });
     }
     if (only.has('sqlite') && sqlite) {
       for (const n of SIZES.drainJobs) {

@@ -170,7 +170,12 @@ function prepareTree(version, addon) {
 /** Runs the suites in `tree` on this line's node; returns the counts from vitest's JSON report. */
 function runSuites(version, nodeHome, tree) {
   const node = join(nodeHome, 'bin', 'node');
-  const env = { ...process.env, PATH: `${join(nodeHome, 'bin')}${delimiter}${process.env.PATH ?? ''}` };
+  // The sharded conformance kind runs once, in the main suite (test/support/stores.ts says why).
+  const env = {
+    ...process.env,
+    PATH: `${join(nodeHome, 'bin')}${delimiter}${process.env.PATH ?? ''}`,
+    DOCKET_SHARDED_CONFORMANCE: 'off',
+  };
   // A quick proof that this line loads its own addon, before a whole suite fails on it.
   run(
     node,

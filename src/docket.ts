@@ -20,6 +20,7 @@ import {
   type UntypedScheduleJob,
   type UntypedSubmitInput,
 } from './job/job-definition.js';
+import { checkJobFilter, listOrder } from './job/job-filter.js';
 import type { JobSpec } from './job/job-spec.js';
 import { describe, normalizeSubmit, validateKind } from './job/job-spec.js';
 import { afterJobId, jobId, listStates, pageSize, purgeIds } from './job/list-params.js';
@@ -39,11 +40,17 @@ import {
 import type { OpenStoreOptions } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import type {
+  ActivityBucket,
+  BulkBatchResult,
   CancelOutcome,
   DeadLetterListParams,
   DeadLetterPurgeParams,
   DueKindCount,
+  JobBulkApplyParams,
+  JobCountParams,
   JobListParams,
+  MatchCount,
+  QueueCounts,
   QueueState,
   QueueStats,
   ScheduleListParams,
@@ -444,6 +451,73 @@ export class Docket {
     return this.store.queueList();
   }
 
+  /**
+   * The dashboard's counts by queue and state: bounded (each count exact up to 10 000, beyond
+   * that possibly the planner's estimate, named in `estimated`), with `unhandled` from the
+   * worker registry as in {@link queueStats}.
+   */
+  async queueCounts(): Promise<QueueCounts[]> {
+    const [counts, due, workers] = await Promise.all([
+      this.store.queueCounts({ exactUpTo: DASHBOARD_EXACT_COUNT }),
+      this.store.jobDueCountsByKind({ exactUpTo: DASHBOARD_EXACT_DUE_COUNT }),
+      this.store.workerList(),
+    ]);
+    // A due count at the bound is a lower bound, so the unhandled count built from it is flagged.
+    const boundedQueues = new Set(due.filter((d) => d.count >= DASHBOARD_EXACT_DUE_COUNT).map((d) => d.queue));
+    const byQueue = countsByQueue(unhandledCounts(due, workers));
+    return counts.map((entry) => {
+      const unhandled = byQueue.get(entry.queue) ?? 0;
+      const estimated: QueueCounts['estimated'] =
+        unhandled > 0 && boundedQueues.has(entry.queue) ? [...entry.estimated, 'unhandled'] : entry.estimated;
+      return { ...entry, unhandled, estimated };
+    });
+  }
+
+  /**
+   * Completions, parkings and start lateness per minute over the last `minutes` (1 to 1440)
+   * up to the database's now, every minute present.
+   */
+  async activity(minutes: number): Promise<{ from: Date; to: Date; buckets: ActivityBucket[] }> {
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > 1440) {
+      throw new ValidationError('minutes', `must be an integer from 1 to 1440, got ${describe(minutes)}`);
+    }
+    const to = await this.store.now();
+    // Whole minutes: the window starts on the minute `minutes - 1` minutes back, so the last bucket is the current minute.
+    const from = new Date(Math.floor(to.getTime() / 60_000) * 60_000 - (minutes - 1) * 60_000);
+    const buckets = await this.store.jobActivity({ from, to: new Date(to.getTime() + 1), bucketMs: 60_000 });
+    return { from, to, buckets };
+  }
+
+  /** How many jobs a bulk action would touch now (the filter within the action's states). */
+  countMatching(params: JobCountParams): Promise<MatchCount> {
+    return this.store.jobCountMatching(params);
+  }
+
+  /** One batch of a bulk action (see Store.jobBulkApply); callers walk on from `lastId`. */
+  bulkApplyBatch(params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    return this.store.jobBulkApply(params);
+  }
+
+  /**
+   * Enqueues one run of a schedule's job template now, as a one-off job: it has no slot, so it
+   * never takes a planned run's place and the schedule's own timing is unchanged. Null when the
+   * schedule is unknown.
+   */
+  async runScheduleNow(id: string): Promise<SubmitResult | null> {
+    const schedule = await this.store.scheduleGet({ id: validateScheduleId(id) });
+    if (!schedule) return null;
+    const { job } = schedule;
+    return this.submit({
+      kind: job.kind,
+      queue: job.queue,
+      payload: job.payload,
+      priority: job.priority,
+      maxAttempts: job.maxAttempts,
+      retry: job.retry,
+      ...(job.timeoutMs === null || job.timeoutMs === undefined ? {} : { timeoutMs: job.timeoutMs }),
+    });
+  }
+
   /** Deletes done and cancelled records older than the retention (by the database clock); returns how many. */
   async pruneFinished(): Promise<number> {
     const now = await this.store.now();
@@ -550,9 +624,18 @@ function validateId(id: unknown): string {
   return jobId(id, 'id');
 }
 
+/** Counts up to this many per queue and state are exact on the dashboard. */
+const DASHBOARD_EXACT_COUNT = 10_000;
+/**
+ * Due counts per (queue, kind, priority), for the unhandled column, are exact up to this many:
+ * they are read for every kind (handled or not), so their bound is lower to keep a refresh short.
+ */
+const DASHBOARD_EXACT_DUE_COUNT = 1_000;
+
 /** The parameters each list takes; any other key is refused rather than silently ignored. */
-const JOB_LIST_PARAMS = new Set<string>(['states', 'queue', 'kind', 'limit', 'afterId']);
-const DEAD_LETTER_LIST_PARAMS = new Set<string>(['queue', 'kind', 'limit', 'afterId']);
+const FILTER_PARAMS = ['queue', 'kind', 'idFrom', 'idTo', 'runAtFrom', 'runAtTo', 'payload'];
+const JOB_LIST_PARAMS = new Set<string>(['states', ...FILTER_PARAMS, 'limit', 'afterId', 'order']);
+const DEAD_LETTER_LIST_PARAMS = new Set<string>([...FILTER_PARAMS, 'limit', 'afterId', 'order']);
 const PURGE_PARAMS = new Set<string>(['ids', 'parkedBefore']);
 
 /** Refuses a non-object or an unknown key (a misspelt `after` would otherwise page from the start). */
@@ -572,7 +655,9 @@ function checkParamKeys(params: unknown, known: ReadonlySet<string>): void {
 function validateListParams<P extends JobListParams>(params: P, known: ReadonlySet<string>): P {
   checkParamKeys(params, known);
   if (params.states !== undefined) listStates(params.states);
+  checkJobFilter(params);
   pageSize(params.limit);
   afterJobId(params.afterId);
+  listOrder(params.order);
   return params;
 }

@@ -15,6 +15,7 @@ import { migrateCommand } from './commands/migrate-command.js';
 import { queuesCommand } from './commands/queues-command.js';
 import { schedulesCommand } from './commands/schedules-command.js';
 import { serveCommand } from './commands/serve-command.js';
+import { shardsCommand } from './commands/shards-command.js';
 import { statsCommand } from './commands/stats-command.js';
 import { submitCommand } from './commands/submit-command.js';
 import { workCommand } from './commands/work-command.js';
@@ -79,6 +80,7 @@ export function createProgram(): Command {
   program.addCommand(statsCommand());
   program.addCommand(schedulesCommand());
   program.addCommand(queuesCommand());
+  program.addCommand(shardsCommand());
   program.addCommand(workersCommand());
   program.addCommand(migrateCommand());
   program.addCommand(serveCommand());

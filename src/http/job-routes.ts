@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Docket } from '../docket.js';
 import { ValidationError } from '../job/errors.js';
 import type { Job } from '../job/job.js';
+import { listOrder, parseJobFilterText } from '../job/job-filter.js';
 import {
   MAX_KIND_LENGTH,
   normalizeSubmit,
@@ -15,16 +16,7 @@ import {
   QUEUE_NAME_PATTERN,
   unstorableReason,
 } from '../job/job-spec.js';
-import {
-  afterJobId,
-  listStates,
-  listText,
-  MAX_JOB_ID,
-  MAX_PURGE_IDS,
-  numberText,
-  pageSize,
-  purgeIds,
-} from '../job/list-params.js';
+import { afterJobId, MAX_JOB_ID, MAX_PURGE_IDS, numberText, pageSize, purgeIds } from '../job/list-params.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { badRequest, HttpError, notFound } from './http-error.js';
@@ -59,13 +51,18 @@ export function jobJson(job: Job) {
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,
     retryPolicy: job.retryPolicy,
-    errors: job.errors.map((e) => ({ ...e, at: e.at.toISOString() })),
+    errors: job.errors.map(({ startedAt, ...e }) => ({
+      ...e,
+      at: e.at.toISOString(),
+      ...(startedAt === undefined ? {} : { startedAt: startedAt.toISOString() }),
+    })),
     idempotencyKey: job.idempotencyKey,
     timeoutMs: job.timeoutMs,
     scheduleId: job.scheduleId,
     scheduleSlot: job.scheduleSlot?.toISOString() ?? null,
     createdAt: job.createdAt.toISOString(),
     finishedAt: job.finishedAt?.toISOString() ?? null,
+    startedAt: job.startedAt?.toISOString() ?? null,
   };
 }
 
@@ -81,31 +78,42 @@ const kindParam = z
     if (reason !== null) ctx.addIssue({ code: 'custom', message: reason });
   });
 
-/** Query of GET /v1/jobs. */
-export const listJobsQuerySchema = z.strictObject({
+/**
+ * The job filter's text fields (docs/dashboard-api.md, "The job filter"): queue and kind checked
+ * here, the rest read by parseJobFilterText (src/job/job-filter.ts), the one filter parser.
+ */
+export const jobFilterFields = {
   state: z.string().optional(),
   queue: queueParam.optional(),
   kind: kindParam.optional(),
-  limit: z.string().optional(),
-  after: z.string().optional(),
-});
+  idFrom: z.string().optional(),
+  idTo: z.string().optional(),
+  runAtFrom: z.string().optional(),
+  runAtTo: z.string().optional(),
+  payload: z.string().optional(),
+};
 
-/** Query of GET /v1/dead-letters. */
-export const listDeadLettersQuerySchema = z.strictObject({
-  queue: queueParam.optional(),
-  kind: kindParam.optional(),
+const pageFields = {
+  order: z.string().optional(),
   limit: z.string().optional(),
   after: z.string().optional(),
-});
+};
+
+/** Query of GET /v1/jobs. */
+export const listJobsQuerySchema = z.strictObject({ ...jobFilterFields, ...pageFields });
+
+/** Query of GET /v1/dead-letters: the filter without `state` (every dead letter is dead). */
+const { state: _state, ...deadLetterFilterFields } = jobFilterFields;
+export const listDeadLettersQuerySchema = z.strictObject({ ...deadLetterFilterFields, ...pageFields });
 
 /**
  * The paging parameters of a list query, by the shared parsers: `limit` text read as a number
  * the way the CLI reads `--limit`, `after` named as this API spells it.
  */
-function listPage(query: { limit?: string | undefined; after?: string | undefined }) {
+function listPage(query: { limit?: string | undefined; after?: string | undefined; order?: string | undefined }) {
   const limit = pageSize(query.limit === undefined ? undefined : numberText(query.limit));
   if (query.after !== undefined) afterJobId(query.after, 'after');
-  return { limit, afterId: query.after };
+  return { limit, afterId: query.after, order: listOrder(query.order) };
 }
 
 /** Body of POST /v1/dead-letters/purge. */
@@ -220,9 +228,9 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
   routes.get('/jobs', requireScope('read'), async (c) => {
     const query = readQuery(c, listJobsQuerySchema);
     // One `state` parameter, so a wrong item is named `state` rather than `states[i]`.
-    const states = query.state === undefined ? undefined : listStates(listText(query.state), () => 'state');
-    const { limit, afterId } = listPage(query);
-    const jobs = await docket.listJobs({ states, queue: query.queue, kind: query.kind, limit, afterId });
+    const filter = parseJobFilterText(query);
+    const { limit, afterId, order } = listPage(query);
+    const jobs = await docket.listJobs({ ...filter, limit, afterId, order });
     return c.json({ jobs: jobs.map(jobJson), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null });
   });
 
@@ -245,8 +253,9 @@ export function jobRoutes(docket: Docket, options: JobRouteOptions): Hono<AppEnv
 
   routes.get('/dead-letters', requireScope('read'), async (c) => {
     const query = readQuery(c, listDeadLettersQuerySchema);
-    const { limit, afterId } = listPage(query);
-    const jobs = await docket.listDeadLetters({ queue: query.queue, kind: query.kind, limit, afterId });
+    const filter = parseJobFilterText(query);
+    const { limit, afterId, order } = listPage(query);
+    const jobs = await docket.listDeadLetters({ ...filter, limit, afterId, order });
     return c.json({ jobs: jobs.map(jobJson), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null });
   });
 

@@ -22,6 +22,7 @@ import {
   RFC3339_INSTANT_PATTERN,
 } from '../job/job-spec.js';
 import { SCOPES } from './auth.js';
+import { dashboardOpenApi } from './dashboard-routes.js';
 import {
   batchSubmitRequestSchema,
   MAX_BATCH_SUBMIT,
@@ -178,6 +179,27 @@ const listParams = (withState: boolean) => [
     : []),
   { name: 'queue', in: 'query', schema: { type: 'string' } },
   { name: 'kind', in: 'query', schema: { type: 'string' } },
+  { name: 'idFrom', in: 'query', schema: { type: 'string' }, description: 'Ids from this one (inclusive).' },
+  { name: 'idTo', in: 'query', schema: { type: 'string' }, description: 'Ids up to this one (inclusive).' },
+  {
+    name: 'runAtFrom',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'Run-at from (inclusive): RFC 3339 or epoch ms.',
+  },
+  {
+    name: 'runAtTo',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'Run-at before (exclusive): RFC 3339 or epoch ms.',
+  },
+  {
+    name: 'payload',
+    in: 'query',
+    schema: { type: 'string', maxLength: 200 },
+    description: 'One payload equality: `payload.key.key = <JSON scalar>` (docs/dashboard-api.md).',
+  },
+  { name: 'order', in: 'query', schema: { type: 'string', enum: ['asc', 'desc'], default: 'asc' } },
   { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
   {
     name: 'after',
@@ -292,6 +314,8 @@ const jobSchema = {
           message: { type: 'string' },
           kind: { type: 'string' },
           detail: { type: 'string' },
+          startedAt: { ...instant, description: 'When this attempt’s claim started (recorded from this version on).' },
+          owner: { type: 'string', description: 'The lease owner of this attempt’s claim.' },
         },
       },
     },
@@ -301,6 +325,7 @@ const jobSchema = {
     scheduleSlot: nullable(instant),
     createdAt: instant,
     finishedAt: nullable(instant),
+    startedAt: { ...nullable(instant), description: 'When the latest claim started; null before the first.' },
   },
 };
 
@@ -395,6 +420,7 @@ const page = (items: string) => ({
 /** Builds the OpenAPI document. */
 export function openApiDocument(): Record<string, unknown> {
   const schedules = scheduleOpenApi();
+  const dashboard = dashboardOpenApi();
   const components: Components = {};
   const ok = (description: string, s: unknown = { type: 'object' }) => ({ description, ...json(s) });
   const requests: [string, z.ZodType][] = [
@@ -423,6 +449,7 @@ export function openApiDocument(): Record<string, unknown> {
     properties: { jobs: { type: 'array', items: ref('SubmitJob'), minItems: 1, maxItems: MAX_BATCH_SUBMIT } },
   };
   for (const [name, s] of Object.entries(schedules.schemas)) component(components, name, s as Record<string, unknown>);
+  Object.assign(components, dashboard.schemas);
   Object.assign(components, {
     Error: errorSchema,
     Job: jobSchema,
@@ -575,6 +602,7 @@ export function openApiDocument(): Record<string, unknown> {
         }),
       },
       ...schedules.paths,
+      ...(dashboard.paths as Record<string, Record<string, Record<string, unknown>>>),
       '/v1/worker/claim': {
         post: op(
           'worker',

@@ -11,6 +11,7 @@ import type { Docket } from '../docket.js';
 import { isPlainObject, QUEUE_NAME_PATTERN } from '../job/job-spec.js';
 import { numberText, pageSize } from '../job/list-params.js';
 import { JITTER_MODES } from '../schedule/jitter.js';
+import { nextSlotAfter } from '../schedule/next-slot.js';
 import {
   MAX_CATCH_UP_RUNS,
   MAX_CATCH_UP_WINDOW_MS,
@@ -56,9 +57,29 @@ export function scheduleJson(schedule: Schedule) {
     lastSlotAt: schedule.lastSlotAt?.toISOString() ?? null,
     nextSlotAt: schedule.nextSlotAt?.toISOString() ?? null,
     nextRunAt: schedule.nextRunAt?.toISOString() ?? null,
+    upcoming: upcomingSlots(schedule).map((slot) => slot.toISOString()),
     createdAt: schedule.createdAt.toISOString(),
     updatedAt: schedule.updatedAt.toISOString(),
   };
+}
+
+/** How many upcoming slots a schedule's JSON lists. */
+export const UPCOMING_SLOTS = 5;
+
+/**
+ * The next {@link UPCOMING_SLOTS} slots of an active schedule: its pending run's slot, then the
+ * cron's following matches (before jitter). Read from the stored next slot, never a clock: empty
+ * while paused or when the pattern has no later match.
+ */
+function upcomingSlots(schedule: Schedule): Date[] {
+  if (schedule.paused || schedule.nextSlotAt === null) return [];
+  const slots = [schedule.nextSlotAt];
+  while (slots.length < UPCOMING_SLOTS) {
+    const next = nextSlotAfter(schedule, slots.at(-1)!);
+    if (next === null) break;
+    slots.push(next);
+  }
+  return slots;
 }
 
 function queueJson(state: QueueState) {

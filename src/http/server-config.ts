@@ -43,8 +43,8 @@ export type ServerWorkerOptions = Omit<WorkerOptions, 'concurrency' | 'queues' |
 
 /** The validated configuration of a Docket server. */
 export interface ServerConfig {
-  /** Store URL: `sqlite:path.db`, `sqlite::memory:` or `postgres://…`. */
-  db: string;
+  /** Store URL: `sqlite:path.db`, `sqlite::memory:` or `postgres://…`; undefined with `docketOptions.shards`. */
+  db: string | undefined;
   /** PostgreSQL schema; undefined for the store's default. */
   schema: string | undefined;
   host: string;
@@ -649,6 +649,15 @@ export function loadServerConfig(input: LoadServerConfigInput = {}): ServerConfi
     );
   }
   checkSchemaAgainstUrl(result);
+  if (result.docketOptions.shards !== undefined) {
+    // A sharded store has no single URL: the db fallback steps aside, an explicit db is refused.
+    if (sources.has('db')) {
+      throw new ConfigurationError(
+        `db (${sources.get('db')}) and shards (${sources.get('shards')}) both name the store; give one of them`,
+      );
+    }
+    (result as { db: string | undefined }).db = undefined;
+  }
   const id = result.workerOptions.id;
   if (typeof id === 'string' && id.length > MAX_WORKER_ID_LENGTH - BUILTIN_ID_SUFFIX.length) {
     throw new ConfigurationError(
@@ -669,7 +678,7 @@ export function loadServerConfig(input: LoadServerConfigInput = {}): ServerConfi
 
 /** A `?schema=` in a PostgreSQL URL and a different `schema` setting cannot both be meant. */
 function checkSchemaAgainstUrl(config: ServerConfig): void {
-  if (config.schema === undefined || !/^postgres(ql)?:\/\//i.test(config.db)) return;
+  if (config.schema === undefined || config.db === undefined || !/^postgres(ql)?:\/\//i.test(config.db)) return;
   let fromUrl: string | null = null;
   try {
     fromUrl = new URL(config.db).searchParams.get('schema');

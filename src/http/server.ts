@@ -33,6 +33,7 @@ import type { WorkerRecord } from '../store/store.js';
 import type { WorkerOptions } from '../worker/worker-options.js';
 import type { AppEnv } from './app-env.js';
 import { type ApiToken, authMiddleware, requireScope, TokenAuthenticator } from './auth.js';
+import { dashboardRoutes } from './dashboard-routes.js';
 import { errorResponse, HttpError } from './http-error.js';
 import { jobRoutes } from './job-routes.js';
 import { DocketMetrics } from './metrics.js';
@@ -157,10 +158,15 @@ function browserGuard(listen: () => ListenAddress | undefined): MiddlewareHandle
 function storeUnavailable(error: unknown, config: ServerConfig): Error {
   const source = config.sources.get('connectTimeoutMs');
   const timeout = config.docketOptions.connectTimeoutMs ?? `${SERVICE_CONNECT_TIMEOUT_MS} (default)`;
-  const retried = /^postgres/i.test(config.db)
-    ? ` (connectTimeoutMs: ${timeout}${source === undefined ? '' : `, ${source}`})`
-    : '';
-  return new Error(`cannot open the store ${redactStoreUrl(config.db)}: ${(error as Error).message}${retried}`, {
+  const shown =
+    config.db === undefined
+      ? `of shards ${(config.docketOptions.shards ?? []).map(redactStoreUrl).join(', ')}`
+      : redactStoreUrl(config.db);
+  const retried =
+    config.db === undefined || /^postgres/i.test(config.db)
+      ? ` (connectTimeoutMs: ${timeout}${source === undefined ? '' : `, ${source}`})`
+      : '';
+  return new Error(`cannot open the store ${shown}: ${(error as Error).message}${retried}`, {
     cause: error,
   });
 }
@@ -285,6 +291,8 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
   });
 
   app.use('/v1/*', authMiddleware(auth));
+  const dashboard = dashboardRoutes(docket);
+  app.route('/v1', dashboard.routes);
   app.route('/v1', jobRoutes(docket, { webhookGuard: config.webhookGuard, random }));
   app.route('/v1', scheduleRoutes(docket, { webhookGuard: config.webhookGuard }));
   app.get('/v1/workers', requireScope('read'), async (c) => {
@@ -319,6 +327,8 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
     },
     close: async () => {
       metrics.dispose();
+      // Live streams end (their responses complete) and bulk walks stop after their batch.
+      await dashboard.close();
       await worker.close();
     },
   });

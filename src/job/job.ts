@@ -37,6 +37,10 @@ export interface AttemptError {
   kind: 'thrown' | 'lease_expired' | 'timeout';
   /** Stack trace or extra detail, when the handler gave one. */
   detail?: string | undefined;
+  /** When this attempt's claim started (database clock); absent on entries written before it was recorded. */
+  startedAt?: Date | undefined;
+  /** The lease owner of this attempt's claim; absent on entries written before it was recorded. */
+  owner?: string | undefined;
 }
 
 /** The exponential backoff settings stored with each job, so any worker applies the same policy. */
@@ -84,6 +88,8 @@ export interface Job {
   scheduleId: string | null;
   scheduleSlot: Date | null;
   createdAt: Date;
+  /** When the latest claim started (database clock); null before the first claim. Both stores always set it. */
+  startedAt?: Date | null | undefined;
   /** When the job reached done, cancelled or dead; null while live. */
   finishedAt: Date | null;
 }

@@ -298,3 +298,31 @@ CREATE TABLE IF NOT EXISTS ${s}.migrations (
 function sqlText(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
+
+/** One shard of a sharded store, as `docket shards list` shows it. */
+export interface ShardDescription {
+  number: number;
+  /** The URL as listed, password masked. */
+  url: string;
+  schema: string;
+  draining: boolean;
+  /** Marked down after a connection loss, until a probe finds it back. */
+  down: boolean;
+}
+
+/** The administration a sharded store offers (src/store/sharded/); the CLI reaches it through {@link shardAdminOf}. */
+export interface ShardAdmin {
+  describeShards(): ShardDescription[];
+  setDraining(url: string, draining: boolean): Promise<{ number: number; schedulesMoved: number }>;
+  shardLoad(url: string): Promise<{ number: number; live: number; schedules: number; draining: boolean }>;
+}
+
+/** The store's shard administration when it is a sharded store, else null. */
+export function shardAdminOf(store: Store): ShardAdmin | null {
+  const candidate = store as Partial<ShardAdmin>;
+  return typeof candidate.describeShards === 'function' &&
+    typeof candidate.setDraining === 'function' &&
+    typeof candidate.shardLoad === 'function'
+    ? (store as unknown as ShardAdmin)
+    : null;
+}

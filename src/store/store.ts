@@ -47,7 +47,9 @@
  * and fields may change between minor versions while Docket is 0.x; the `Docket` API is the
  * stable surface.
  */
-import type { AttemptError, ClaimedJob, Job, JobState } from '../job/job.js';
+
+import type { AttemptError, ClaimedJob, Job } from '../job/job.js';
+import type { BulkAction, JobFilter, ListOrder } from '../job/job-filter.js';
 import type { JobSpec } from '../job/job-spec.js';
 import type { RetryDecision } from '../retry/backoff.js';
 import type { Schedule, ScheduleSpec } from '../schedule/schedule.js';
@@ -209,25 +211,35 @@ export interface JobCancelParams extends AtTime {
 
 export type CancelOutcome = 'cancelled' | 'not_found' | 'already_finished';
 
-/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
-export interface JobListParams {
-  /** Only jobs in these states; all states when omitted. `dead` reads the dead-letter table. */
-  states?: readonly JobState[] | undefined;
-  queue?: string | undefined;
-  kind?: string | undefined;
+/**
+ * A page of a job list: keyset paging by id in the list's order (never OFFSET), so a page costs
+ * the same wherever it starts.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface ListPageParams {
   /** Page size; default 100, at most 1000. */
   limit?: number | undefined;
-  /** Keyset paging: only ids greater than this (ids compare numerically). */
+  /**
+   * Keyset paging: only jobs after this id in the list's order (ids compare numerically):
+   * greater ids for `asc`, smaller for `desc`.
+   */
   afterId?: string | undefined;
+  /** By id ascending (default, oldest first) or descending (newest first). */
+  order?: ListOrder | undefined;
 }
 
+/**
+ * Jobs by the {@link JobFilter} (states, queue, kind, id and run-at ranges, payload equality).
+ * Each store serves state + queue (+ id order) from an index (jobs (state, queue, id),
+ * dead_jobs (queue, id)); the other tests filter the rows that range reads.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface JobListParams extends JobFilter, ListPageParams {}
+
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
-export interface DeadLetterListParams {
-  queue?: string | undefined;
-  kind?: string | undefined;
-  limit?: number | undefined;
-  afterId?: string | undefined;
-}
+export interface DeadLetterListParams extends Omit<JobFilter, 'states'>, ListPageParams {}
 
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface DeadLetterRetryParams extends AtTime {
@@ -292,6 +304,20 @@ export interface WorkerRegisterParams extends AtTime {
    * (`worker.kinds[1]`, `ttlMs`) and writes nothing.
    */
   ttlMs: number;
+}
+
+/**
+ * Parameters of {@link Store.jobDueCountsByKind}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface DueCountsParams extends AtTime {
+  /**
+   * Bounds the work (the dashboard's refresh): each (queue, kind, priority) range is counted up
+   * to this many due rows, so a count at or above it is a lower bound. Omitted: exact counts (one
+   * pass over the pending rows, as the unhandled parker needs).
+   */
+  exactUpTo?: number | undefined;
 }
 
 /** Due jobs counted by queue and kind, for working out which of them no live worker handles. */
@@ -398,6 +424,109 @@ export interface QueueState {
   pausedAt: Date | null;
 }
 
+/** A count field of {@link QueueCounts}. */
+export type QueueCountField = 'scheduled' | 'available' | 'running' | 'unhandled' | 'done' | 'cancelled' | 'dead';
+
+/**
+ * One queue's counts for the dashboard: the {@link QueueStats} counts, each exact up to
+ * `exactUpTo` and otherwise possibly the planner's estimate, named in `estimated`.
+ */
+export interface QueueCounts extends QueueStats {
+  /** The fields whose value is an estimate (empty when every count is exact). */
+  estimated: QueueCountField[];
+}
+
+/**
+ * Parameters of {@link Store.queueCounts}.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface QueueCountsParams extends AtTime {
+  /**
+   * Counts up to this many per queue and state are exact (default 10 000); a larger one may be
+   * the planner's estimate (PostgreSQL) and is then named in `estimated`. Bounds the rows one
+   * refresh reads, whatever the table's size.
+   */
+  exactUpTo?: number | undefined;
+}
+
+/**
+ * Parameters of {@link Store.jobActivity}: the window [from, to) cut into buckets of `bucketMs`
+ * aligned to the epoch.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface JobActivityParams {
+  from: Date;
+  to: Date;
+  /** Bucket length, 1 s to 1 day; (to - from) / bucketMs at most 1440 buckets. */
+  bucketMs: number;
+}
+
+/** What finished in one bucket of {@link Store.jobActivity}. */
+export interface ActivityBucket {
+  /** The bucket's start. */
+  at: Date;
+  /** Jobs that reached done in the bucket (by finished_at). */
+  completed: number;
+  /** Jobs parked as dead letters in the bucket (by parked_at; retried or purged ones are gone). */
+  failed: number;
+  /**
+   * Start lateness of the bucket's completed jobs (claim time minus run-at of the attempt that
+   * succeeded), counted into the buckets of LATENESS_BUCKET_BOUNDS_MS (src/job/activity.ts);
+   * LATENESS_BUCKET_COUNT entries. Jobs claimed before started_at was recorded are left out.
+   */
+  latenessHistogram: number[];
+}
+
+/**
+ * Parameters of {@link Store.jobCountMatching}: the jobs `action` would touch now, i.e. the
+ * filter narrowed to the action's states (BULK_ACTION_STATES in src/job/job-filter.ts).
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface JobCountParams extends AtTime {
+  action: BulkAction;
+  filter: JobFilter;
+  /** Exact up to this many (default 1 000 000); above, possibly the planner's estimate. */
+  exactUpTo?: number | undefined;
+}
+
+/** A count that may be an estimate. */
+export interface MatchCount {
+  count: number;
+  estimated: boolean;
+}
+
+/**
+ * Parameters of {@link Store.jobBulkApply}: one batch of a bulk action. The store reads the next
+ * `limit` jobs the filter matches (within the action's states) with ids above `afterId`, in id
+ * order, and applies the action to them in one short transaction (PostgreSQL: rows another
+ * transaction holds are skipped, not waited for). The caller walks on from `lastId`.
+ *
+ * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
+ */
+export interface JobBulkApplyParams extends AtTime {
+  action: BulkAction;
+  filter: JobFilter;
+  /** Only ids above this one (the previous batch's `lastId`); from the start when omitted. */
+  afterId?: string | undefined;
+  /** Batch size, 1 to 10 000. */
+  limit: number;
+  /** `reschedule` only (required there, refused elsewhere): the new run-at. */
+  runAt?: Date | undefined;
+}
+
+/** What one {@link Store.jobBulkApply} batch did. */
+export interface BulkBatchResult {
+  /** Matching jobs the batch read (at most `limit`); fewer than `limit` means the walk is done. */
+  scanned: number;
+  /** Of those, how many the action changed (retry, purge, cancel, reschedule). */
+  affected: number;
+  /** The largest id read, where the next batch starts; null when nothing was read. */
+  lastId: string | null;
+}
+
 /**
  * A hint that jobs may be due sooner than a worker expects. `runAt` is the earliest run time
  * among the jobs behind the hint, or null for "something changed, look again" (for example after
@@ -488,7 +617,7 @@ export interface Store {
   /** Any job by id, in any state, including parked ones; null when unknown or pruned. */
   jobGet(params: { id: string }): Promise<Job | null>;
 
-  /** Jobs by state, queue and kind, ordered by id. */
+  /** Jobs by the filter, ordered by id (either way), keyset-paged. */
   jobList(params: JobListParams): Promise<Job[]>;
 
   /** Deletes finished done/cancelled records older than the retention; returns how many. */
@@ -500,7 +629,7 @@ export interface Store {
    */
   jobNextRunAt(params: NextRunAtParams): Promise<Date | null>;
 
-  /** Parked jobs, ordered by id. */
+  /** Parked jobs by the filter (no states), ordered by id (either way), keyset-paged. */
   deadLetterList(params: DeadLetterListParams): Promise<Job[]>;
 
   /**
@@ -591,7 +720,33 @@ export interface Store {
    * out, ordered by queue, then kind (bytewise). A dashboard query: at most one pass over the
    * pending rows, never on the claim path.
    */
-  jobDueCountsByKind(params?: AtTime): Promise<DueKindCount[]>;
+  jobDueCountsByKind(params?: DueCountsParams): Promise<DueKindCount[]>;
+
+  /**
+   * Counts by queue and state for the dashboard, like {@link queueStats} but bounded: each count
+   * reads at most `exactUpTo` index entries and is otherwise the planner's estimate, named in
+   * `estimated`. Never a full-table count, whatever the table's size.
+   */
+  queueCounts(params?: QueueCountsParams): Promise<QueueCounts[]>;
+
+  /**
+   * Completions, dead-letter parkings and start lateness per bucket over [from, to), every
+   * bucket present (zeros when idle), oldest first. Index range scans on finished_at and
+   * parked_at: the cost is the rows finished inside the window, not the table's size.
+   */
+  jobActivity(params: JobActivityParams): Promise<ActivityBucket[]>;
+
+  /** How many jobs a bulk action would touch now (see {@link JobCountParams}). */
+  jobCountMatching(params: JobCountParams): Promise<MatchCount>;
+
+  /**
+   * One batch of a bulk action (see {@link JobBulkApplyParams}): retry moves dead letters back
+   * to pending exactly as {@link deadLetterRetry}, purge deletes them, cancel cancels live jobs
+   * as {@link jobCancel}, reschedule sets pending jobs' run_at. Idempotent: a job already
+   * retried, purged or cancelled no longer matches, so a repeated batch changes nothing more.
+   * Wakes listeners when it made jobs due.
+   */
+  jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult>;
 
   /** Releases connections and handles; the store is unusable afterwards. */
   close(): Promise<void>;

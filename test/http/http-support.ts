@@ -47,12 +47,13 @@ export async function startTestServer(
   const db = await createTestDatabase(options.kind ?? 'sqlite');
   const config = loadServerConfig({
     flags: {
-      db: db.kind === 'postgres' ? db.url.split('?')[0] : db.url,
+      // A sharded store is named by its shard list (each URL with its ?schema=), never by db.
+      ...(db.shards ? { shards: db.shards.join(',') } : { db: db.kind === 'postgres' ? db.url.split('?')[0] : db.url }),
       port: '0',
       concurrency: '0',
       ...options.flags,
     },
-    env: { ...(db.schema ? { DOCKET_SCHEMA: db.schema } : {}), ...options.env },
+    env: { ...(db.schema && !db.shards ? { DOCKET_SCHEMA: db.schema } : {}), ...options.env },
   });
   config.tokens = options.tokens ?? Object.values(TOKENS);
   const server = await startServer({

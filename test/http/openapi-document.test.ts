@@ -14,7 +14,7 @@ import { openApiDocument } from '../../src/http/openapi.js';
 import { RFC3339_INSTANT_PATTERN } from '../../src/job/instant.js';
 import { storeKinds } from '../support/stores.js';
 import { startHostileServer } from './hostile-support.js';
-import type { TestServer } from './http-support.js';
+import { type TestServer, TOKENS } from './http-support.js';
 
 type Doc = { paths: Record<string, Record<string, { operationId?: string; responses: Record<string, unknown> }>> };
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -124,6 +124,17 @@ for (const kind of storeKinds()) {
         token: other?.token,
         receipt: other?.receipt,
       });
+      await check('GET', '/v1/jobs/{id}/detail', `/v1/jobs/${job?.id}/detail`);
+      await check('GET', '/v1/jobs/{id}/detail', '/v1/jobs/99999999/detail');
+      await check('GET', '/v1/jobs', '/v1/jobs?payload=payload.customerId%20%3D%3D%2042');
+      await check('GET', '/v1/overview', '/v1/overview');
+      await check('GET', '/v1/activity', '/v1/activity?minutes=5');
+      await check('POST', '/v1/bulk/preview', '/v1/bulk/preview', { action: 'retry', filter: { queue: 'doc' } });
+      const started = await check('POST', '/v1/bulk', '/v1/bulk', { action: 'retry', filter: { queue: 'doc' } });
+      await check('GET', '/v1/bulk/{id}', `/v1/bulk/${started.id}`);
+      await check('GET', '/v1/bulk/{id}', '/v1/bulk/op-unknown');
+      await check('GET', '/v1/bulk', '/v1/bulk');
+      await check('POST', '/v1/bulk', '/v1/bulk', { action: 'reschedule', filter: { queue: 'doc' } });
       await check('GET', '/v1/dead-letters', '/v1/dead-letters');
       await check('POST', '/v1/dead-letters/{id}/retry', `/v1/dead-letters/${job?.id}/retry`);
       await check('POST', '/v1/jobs/{id}/cancel', `/v1/jobs/${job?.id}/cancel`);
@@ -138,6 +149,7 @@ for (const kind of storeKinds()) {
         cron: '5 * * * *',
         job: { kind: 'doc.scheduled' },
       });
+      await check('POST', '/v1/schedules/{id}/run-now', '/v1/schedules/doc-s/run-now');
       await check('POST', '/v1/schedules/{id}/pause', '/v1/schedules/doc-s/pause');
       await check('POST', '/v1/schedules/{id}/resume', '/v1/schedules/doc-s/resume');
       await check('DELETE', '/v1/schedules/{id}', '/v1/schedules/doc-s');
@@ -148,6 +160,16 @@ for (const kind of storeKinds()) {
       await check('GET', '/ready', '/ready');
       await check('GET', '/openapi.json', '/openapi.json');
       await check('GET', '/metrics', '/metrics');
+      // The stream never ends by itself: its status and media type are checked without reading it to the end.
+      const aborter = new AbortController();
+      const stream = await fetch(`${t.url}/v1/events?intervalMs=1000`, {
+        signal: aborter.signal,
+        headers: { authorization: `Bearer ${TOKENS.all.token}` },
+      });
+      expect(stream.status).toBe(200);
+      expect(stream.headers.get('content-type')).toContain('text/event-stream');
+      aborter.abort();
+      checked.add('get /v1/events');
       const documented = Object.entries(document.paths).flatMap(([path, ops]) =>
         Object.keys(ops).map((method) => `${method} ${path}`),
       );

@@ -164,6 +164,7 @@ function helpDefault(help: string, flag: string): string | undefined {
 /** A valid value for every key a config file of serve or work may hold. */
 const SAMPLE_FILE: Record<string, unknown> = {
   db: 'sqlite:shared.db',
+  shards: ['postgres://a@127.0.0.1:5471/d?schema=s', 'postgres://a@127.0.0.1:5472/d?schema=s'],
   schema: 'shared_schema',
   poolSize: 7,
   connectTimeoutMs: 1500,
@@ -314,7 +315,16 @@ describe('docket serve takes every store, Docket and worker option, named as for
   it('accepts one config file for serve and work alike, and reports the keys only work honours', () => {
     const union = new Set([...SERVER_SETTINGS.map((s) => s.key), ...WORK_COMMAND_SETTINGS.map((s) => s.key)]);
     expect(Object.keys(SAMPLE_FILE).sort()).toEqual([...union].sort());
-    const file = configFile(SAMPLE_FILE);
+    // db and shards both name the store: one file may give one of them, never both.
+    expect(() => loadServerConfig({ file: configFile(SAMPLE_FILE) })).toThrow(
+      /db \(from "db" in the config file\) and shards \(from "shards" in the config file\) both name the store/,
+    );
+    expect(() => resolveStoreTarget({ config: configFile(SAMPLE_FILE) }, { env: {} })).toThrow(
+      /both name the store; give one of them/,
+    );
+    union.delete('shards');
+    const { shards: _shards, ...sample } = SAMPLE_FILE;
+    const file = configFile(sample);
     const config = loadServerConfig({ file });
     for (const key of union) {
       if (WORK_ONLY_SETTINGS[key] !== undefined) continue;
@@ -330,7 +340,7 @@ describe('docket serve takes every store, Docket and worker option, named as for
     expect(work.options).toMatchObject({ synchronous: 'full', poolSize: 7, retentionMs: 3_600_000 });
     expect(() => resolveStoreTarget({ config: file }, { env: {} })).not.toThrow();
     // An unknown key is still refused, by both.
-    const typo = configFile({ ...SAMPLE_FILE, leaseMS: 1 });
+    const typo = configFile({ ...sample, leaseMS: 1 });
     expect(() => loadServerConfig({ file: typo })).toThrow(/unknown setting "leaseMS"/);
     expect(() => resolveStoreTarget({ config: typo }, { env: {} })).toThrow(/unknown setting "leaseMS"/);
   });

@@ -8,12 +8,13 @@
  *   (PostgreSQL refuses root), data under /tmp/docket-shard-clusters, trust auth on loopback,
  *   fsync off (throwaway data; the tests are about routing, not durability of one cluster).
  * - Shared machine-wide by every test process of a run: a mutex directory guards a users file of
- *   process ids. The first user starts the clusters; they stay up while any user process lives,
- *   and the last one to exit stops them and removes their data (an exit hook, so a test file
- *   never pays for a restart another one just did). A process that dies without its hook is
- *   pruned by the next acquirer, so a crashed run never leaves a stale user behind.
+ *   process ids (under vitest, the test runner's own pid too, so the clusters live for the whole
+ *   run and no test file pays for a restart another one just did). The first user starts the
+ *   clusters and a detached reaper (a small shell loop) that stops them and removes their data
+ *   once no user process is alive: vitest ends its forks with a signal, so an exit hook alone
+ *   would leave the clusters running.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -27,6 +28,7 @@ const PG_BIN = '/usr/lib/postgresql/15/bin';
 const ROOT = '/tmp/docket-shard-clusters';
 const MUTEX = join(ROOT, 'mutex');
 const USERS = join(ROOT, 'users');
+const REAPER = join(ROOT, 'reaper.pid');
 
 /** A shard cluster's URL for a database on it. */
 export function shardClusterUrl(port: number, database = 'postgres'): string {
@@ -80,6 +82,50 @@ async function withMutex<T>(fn: () => Promise<T>): Promise<T> {
   } finally {
     rmSync(MUTEX, { recursive: true, force: true });
   }
+}
+
+/** This process and, under vitest, the runner that forked it: the clusters live while either does. */
+function ownUsers(): number[] {
+  return process.env.VITEST ? [process.pid, process.ppid] : [process.pid];
+}
+
+/**
+ * Starts the reaper: every 2 s it takes the mutex and, when no listed user is alive, stops every
+ * shard cluster (the spare too) and removes the data, then exits. Detached, so it outlives us.
+ */
+function startReaper(): void {
+  const ports = [...SHARD_CLUSTER_PORTS, SPARE_SHARD_PORT];
+  const stops = ports
+    .map(
+      (port) =>
+        `[ -f ${dataDir(port)}/postmaster.pid ] && runuser -u postgres -- ${join(PG_BIN, 'pg_ctl')} -D ${dataDir(port)} -m immediate -w stop >/dev/null 2>&1`,
+    )
+    .join('; ');
+  const script = `
+    while true; do
+      sleep 2
+      if mkdir ${MUTEX} 2>/dev/null; then
+        echo $$ > ${MUTEX}/pid
+        alive=0
+        for pid in $(cat ${USERS} 2>/dev/null); do kill -0 "$pid" 2>/dev/null && alive=1; done
+        if [ "$alive" = 0 ]; then
+          ${stops}
+          rm -rf ${ports.map((port) => `${dataDir(port)} ${join(ROOT, `log-${port}.txt`)}`).join(' ')} ${USERS} ${REAPER}
+          rm -rf ${MUTEX}
+          exit 0
+        fi
+        rm -rf ${MUTEX}
+      fi
+    done`;
+  const child = spawn('bash', ['-c', script], { detached: true, stdio: 'ignore' });
+  if (child.pid !== undefined) writeFileSync(REAPER, String(child.pid));
+  child.unref();
+}
+
+function reaperAlive(): boolean {
+  if (!existsSync(REAPER)) return false;
+  const pid = Number(readFileSync(REAPER, 'utf8'));
+  return pid > 0 && processAlive(pid);
 }
 
 function readUsers(): number[] {
@@ -141,21 +187,17 @@ export function stopCluster(port: number, mode: 'fast' | 'immediate' = 'fast'): 
 }
 
 let held: Promise<void> | null = null;
-let exitHookInstalled = false;
 
 /**
  * Starts the three shared shard clusters unless this run already has them, and counts this
- * process as a user until {@link releaseShardClusters} (or its exit).
+ * process (and its vitest runner) as a user; the reaper stops them once no user is alive.
  */
 export function acquireShardClusters(): Promise<void> {
   held ??= withMutex(async () => {
     const users = readUsers();
+    writeFileSync(USERS, [...new Set([...users, ...ownUsers()])].join('\n'));
+    if (!reaperAlive()) startReaper();
     for (const port of SHARD_CLUSTER_PORTS) await startCluster(port);
-    writeFileSync(USERS, [...new Set([...users, process.pid])].join('\n'));
-    if (!exitHookInstalled) {
-      exitHookInstalled = true;
-      process.once('exit', releaseOnExit);
-    }
   }).catch((error) => {
     held = null;
     throw error;
@@ -163,34 +205,7 @@ export function acquireShardClusters(): Promise<void> {
   return held;
 }
 
-/** Stops this process's use; the last user stops the clusters and removes their data. */
-export async function releaseShardClusters(): Promise<void> {
-  if (held === null) return;
-  held = null;
-  await withMutex(async () => {
-    const users = readUsers().filter((pid) => pid !== process.pid);
-    writeFileSync(USERS, users.join('\n'));
-    if (users.length > 0) return;
-    for (const port of SHARD_CLUSTER_PORTS) stopCluster(port, 'immediate');
-    for (const port of SHARD_CLUSTER_PORTS) rmSync(dataDir(port), { recursive: true, force: true });
-  });
-}
-
-/** At exit (synchronous: no await there): drop this pid; the last user stops the clusters and removes their data. */
-function releaseOnExit(): void {
-  try {
-    const users = readUsers().filter((pid) => pid !== process.pid);
-    writeFileSync(USERS, users.join('\n'));
-    if (users.length === 0 && held !== null && !existsSync(MUTEX)) {
-      for (const port of SHARD_CLUSTER_PORTS) stopCluster(port, 'immediate');
-      for (const port of SHARD_CLUSTER_PORTS) rmSync(dataDir(port), { recursive: true, force: true });
-    }
-  } catch {
-    // Exiting anyway; the next run starts from whatever is left.
-  }
-}
-
-/** Creates a fresh, uniquely named schema holder on a cluster: the URL of a new schema there. */
+/** The URL of schema `schema` on the cluster at `port` (the store creates it on open). */
 export function shardSchemaUrl(port: number, schema: string): string {
   return `${shardClusterUrl(port)}?schema=${schema}`;
 }

@@ -159,6 +159,7 @@ function buildClaimSql(s: string) {
             `'${LEASE_EXPIRED_MESSAGE}; parked after ' || m.attempts || ' attempts'`,
             `'lease_expired'`,
             'NULL::text',
+            'm',
           )})`,
         )}
         RETURNING id
@@ -168,10 +169,11 @@ function buildClaimSql(s: string) {
         SET state = 'running',
             lease_until = ${NOW} + ${ms('$4')},
             lease_owner = $2,
+            started_at = ${NOW},
             token = j.token + 1,
             attempts = j.attempts + 1,
             errors = CASE WHEN c.lapsed
-                          THEN j.errors || jsonb_build_array(${errorEntry('j.attempts', `'${LEASE_EXPIRED_MESSAGE}'`, `'lease_expired'`, 'NULL::text')})
+                          THEN j.errors || jsonb_build_array(${errorEntry('j.attempts', `'${LEASE_EXPIRED_MESSAGE}'`, `'lease_expired'`, 'NULL::text', 'j')})
                           ELSE j.errors END
         FROM chosen c
         WHERE j.id = c.id${mode === 'fast' ? ' AND NOT EXISTS (SELECT 1 FROM scheduled)' : ''}

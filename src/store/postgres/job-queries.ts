@@ -15,7 +15,6 @@ import { assertBatchKeysAgree, liveKeyConflict } from '../idempotency.js';
 import type {
   CancelOutcome,
   CompleteOutcome,
-  DeadLetterListParams,
   DeadLetterPurgeParams,
   DeadLetterRetryParams,
   DueKindCount,
@@ -24,7 +23,6 @@ import type {
   JobCompleteManyParams,
   JobFailParams,
   JobHeartbeatManyParams,
-  JobListParams,
   JobPruneParams,
   JobReleaseByOwnerParams,
   JobReleaseParams,
@@ -34,7 +32,7 @@ import type {
   ReleaseOutcome,
   SubmitResult,
 } from '../store.js';
-import { afterJobId, listStates, pageSize, queueStatsOf } from '../store-params.js';
+import { queueStatsOf } from '../store-params.js';
 import { JOB_COLUMNS, type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
@@ -281,21 +279,6 @@ export class PostgresJobQueries {
     return row ? rowToJob(row) : null;
   }
 
-  /** A page of jobs ordered by id; `dead` in states reads the dead-letter table. */
-  async list(db: Queryable, params: JobListParams): Promise<Job[]> {
-    const limit = pageSize(params.limit);
-    const afterId = params.afterId === undefined ? null : String(afterJobId(params.afterId));
-    const states = params.states === undefined ? null : listStates(params.states);
-    const result = await db.query<JobRow>(this.sql.list, [
-      states,
-      params.queue ?? null,
-      params.kind ?? null,
-      afterId,
-      limit,
-    ]);
-    return result.rows.map(rowToJob);
-  }
-
   /** Deletes done and cancelled records that finished before the cut-off. */
   async pruneFinished(db: Queryable, params: JobPruneParams): Promise<number> {
     const result = await db.query(this.sql.pruneFinished, [params.finishedBefore]);
@@ -312,11 +295,6 @@ export class PostgresJobQueries {
       params.excludeKinds ? [...params.excludeKinds] : [],
     ]);
     return result.rows[0]?.next_run_at ?? null;
-  }
-
-  /** A page of parked jobs ordered by id. */
-  async deadLetterList(db: Queryable, params: DeadLetterListParams): Promise<Job[]> {
-    return this.list(db, { ...params, states: ['dead'] });
   }
 
   /** Moves a parked job back to pending, due now, with fresh attempts; wakes listeners. */
@@ -561,7 +539,7 @@ function buildSql(s: string, channel: string) {
     failRetry: `
       UPDATE ${jobs} j
       SET state = 'pending', run_at = ${NOW} + ${ms('$7')}, lease_until = NULL,
-          errors = j.errors || jsonb_build_array(${errorEntry('j.attempts', '$4::text', '$5::text', '$6::text')})
+          errors = j.errors || jsonb_build_array(${errorEntry('j.attempts', '$4::text', '$5::text', '$6::text', 'j')})
       WHERE j.id = $2 AND j.token = $3 AND ${ownerMatches('$8::text')} AND j.state = 'running'
       RETURNING j.run_at`,
 
@@ -576,7 +554,7 @@ function buildSql(s: string, channel: string) {
         WHERE j.id = $2 AND j.token = $3 AND ${ownerMatches('$7::text')} AND j.state = 'running'
         RETURNING j.*
       )
-      ${parkInsert(dead, 'moved', `m.errors || jsonb_build_array(${errorEntry('m.attempts', '$4::text', '$5::text', '$6::text')})`)}
+      ${parkInsert(dead, 'moved', `m.errors || jsonb_build_array(${errorEntry('m.attempts', '$4::text', '$5::text', '$6::text', 'm')})`)}
       RETURNING id`,
 
     /**
@@ -639,26 +617,6 @@ function buildSql(s: string, channel: string) {
       SELECT ${JOB_COLUMNS.join(', ')} FROM ${dead} WHERE id = $1`,
 
     /**
-     * list: a keyset page of jobs ordered by id; 'dead' in the states reads dead_jobs.
-     * Params: $1 states text[] (NULL = all), $2 queue?, $3 kind?, $4 after id?, $5 limit.
-     * Result: up to $5 job rows, ids ascending.
-     */
-    list: `
-      SELECT * FROM (
-        (SELECT ${JOB_COLUMNS.join(', ')} FROM ${jobs}
-          WHERE ($1::text[] IS NULL OR state = ANY($1::text[]))
-            AND ($2::text IS NULL OR queue = $2) AND ($3::text IS NULL OR kind = $3)
-            AND ($4::bigint IS NULL OR id > $4)
-          ORDER BY id LIMIT $5)
-        UNION ALL
-        (SELECT ${JOB_COLUMNS.join(', ')} FROM ${dead}
-          WHERE ($1::text[] IS NULL OR 'dead' = ANY($1::text[]))
-            AND ($2::text IS NULL OR queue = $2) AND ($3::text IS NULL OR kind = $3)
-            AND ($4::bigint IS NULL OR id > $4)
-          ORDER BY id LIMIT $5)
-      ) page ORDER BY id LIMIT $5`,
-
-    /**
      * pruneFinished: deletes done/cancelled records finished before the cut-off.
      * Params: $1 finished-before instant.
      * Result: rowCount = how many were deleted.
@@ -716,7 +674,7 @@ function buildSql(s: string, channel: string) {
                CASE WHEN EXISTS (SELECT 1 FROM ${jobs} o
                                  WHERE o.schedule_id = m.schedule_id AND o.schedule_slot = m.schedule_slot)
                     THEN NULL ELSE m.schedule_slot END,
-               m.created_at, NULL
+               m.created_at, NULL, m.started_at
         FROM moved m
         RETURNING ${JOB_COLUMNS.join(', ')}
       ),

@@ -27,6 +27,7 @@ export const JOB_COLUMNS = [
   'schedule_slot',
   'created_at',
   'finished_at',
+  'started_at',
 ] as const;
 
 /** A jobs or dead_jobs row as pg returns it (int8 as string, timestamptz as Date, jsonb parsed). */
@@ -51,6 +52,7 @@ export interface JobRow {
   schedule_slot: Date | null;
   created_at: Date;
   finished_at: Date | null;
+  started_at: Date | null;
 }
 
 /** An errors entry as stored in jsonb: `at` is an ISO-8601 string. */
@@ -60,6 +62,8 @@ interface StoredAttemptError {
   message: string;
   kind: AttemptError['kind'];
   detail?: string;
+  startedAt?: string;
+  owner?: string;
 }
 
 /** Converts a row to a {@link Job}: the one place snake_case becomes camelCase. */
@@ -86,6 +90,8 @@ export function rowToJob(row: JobRow): Job {
         kind: entry.kind,
       };
       if (entry.detail !== undefined) error.detail = entry.detail;
+      if (entry.startedAt !== undefined) error.startedAt = new Date(entry.startedAt);
+      if (entry.owner !== undefined) error.owner = entry.owner;
       return error;
     }),
     idempotencyKey: row.idempotency_key,
@@ -94,6 +100,7 @@ export function rowToJob(row: JobRow): Job {
     scheduleSlot: row.schedule_slot,
     createdAt: row.created_at,
     finishedAt: row.finished_at,
+    startedAt: row.started_at ?? null,
   };
 }
 

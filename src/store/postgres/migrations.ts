@@ -198,6 +198,21 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX workers_expires_at_idx ON ${s}.workers (expires_at);
     `,
   },
+  {
+    version: 4,
+    name: 'dashboard: claim start times, list and count indexes',
+    // started_at: when the latest claim began (the claim sets it in the same UPDATE, no extra
+    // write), for start lateness and the job page's claim timeline. The two indexes serve the
+    // dashboard's lists and bounded counts: (state, queue, id) pages a state (and queue) by id in
+    // either direction and counts a (state, queue) range without reading other states' rows;
+    // dead_jobs (queue, id) does the same for dead letters. Plain index builds, as version 3.
+    sql: (s) => `
+      ALTER TABLE ${s}.jobs ADD COLUMN started_at timestamptz;
+      ALTER TABLE ${s}.dead_jobs ADD COLUMN started_at timestamptz;
+      CREATE INDEX jobs_state_queue_id_idx ON ${s}.jobs (state, queue, id);
+      CREATE INDEX dead_jobs_queue_id_idx ON ${s}.dead_jobs (queue, id);
+    `,
+  },
 ];
 
 /** Quotes a validated identifier for SQL. */

@@ -30,9 +30,13 @@ export function columnsOf(alias: string): string {
   return JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
 }
 
-/** The errors entry an attempt leaves: `{attempt, at, message, kind, detail?}` with `at` by the database clock. */
-export function errorEntry(attempt: string, message: string, kind: string, detail: string): string {
-  return `jsonb_strip_nulls(jsonb_build_object('attempt', ${attempt}, 'at', ${NOW}, 'message', ${message}, 'kind', ${kind}, 'detail', ${detail}))`;
+/**
+ * The errors entry an attempt leaves: `{attempt, at, message, kind, detail?, startedAt?, owner?}`
+ * with `at` by the database clock. `row` is the alias of the job row the attempt ran as: its
+ * started_at and lease_owner are the attempt's claim (null ones are dropped).
+ */
+export function errorEntry(attempt: string, message: string, kind: string, detail: string, row: string): string {
+  return `jsonb_strip_nulls(jsonb_build_object('attempt', ${attempt}, 'at', ${NOW}, 'message', ${message}, 'kind', ${kind}, 'detail', ${detail}, 'startedAt', ${row}.started_at, 'owner', ${row}.lease_owner))`;
 }
 
 /** Epoch milliseconds of a timestamptz, as text: the tiny NOTIFY payload. */
@@ -75,7 +79,7 @@ export function parkInsert(dead: string, source: string, errors: string): string
   return `INSERT INTO ${dead} (${JOB_COLUMNS.join(', ')}, parked_at)
       SELECT m.id, m.kind, m.queue, m.payload, m.priority, 'dead', m.run_at, NULL, m.lease_owner, m.token,
              m.attempts, m.max_attempts, m.retry_policy, ${errors}, m.idempotency_key, m.timeout_ms,
-             m.schedule_id, m.schedule_slot, m.created_at, ${NOW}, ${NOW}
+             m.schedule_id, m.schedule_slot, m.created_at, ${NOW}, m.started_at, ${NOW}
       FROM ${source} m`;
 }
 

@@ -63,9 +63,26 @@ export async function withShardClient<T>(location: ShardLocation, fn: (client: p
 /** The shard's identity, or null when it was never numbered. Creates the (empty) table if missing. */
 export async function readShardIdentity(location: ShardLocation): Promise<ShardIdentity | null> {
   return withShardClient(location, async (client) => {
-    await client.query(createIdentitySql(location.schema));
+    await ensureIdentityTable(client, location.schema);
     return identityOf(client, location.schema);
   });
+}
+
+/**
+ * Creates the identity table under a transaction-scoped advisory lock: two processes opening the
+ * same fresh shard at once would otherwise race in CREATE TABLE IF NOT EXISTS (a duplicate
+ * pg_type row) and one of them would fail to open.
+ */
+async function ensureIdentityTable(client: pg.Client, schema: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`docket.shard_identity:${schema}`]);
+    await client.query(createIdentitySql(schema));
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
 }
 
 async function identityOf(client: pg.Client, schema: string): Promise<ShardIdentity | null> {
@@ -136,7 +153,7 @@ export async function assignShardNumber(location: ShardLocation, shardNumber: nu
 export async function setShardDraining(location: ShardLocation, draining: boolean): Promise<ShardIdentity | null> {
   const s = quoteIdentifier(location.schema);
   return withShardClient(location, async (client) => {
-    await client.query(createIdentitySql(location.schema));
+    await ensureIdentityTable(client, location.schema);
     await client.query(`UPDATE ${s}.shard_identity SET draining = $1`, [draining]);
     return identityOf(client, location.schema);
   });

@@ -18,15 +18,21 @@
  *   or left leased.
  * - Reads fan out and merge: lists by id (shard-major, so keyset pages are exact), counts summed.
  */
+
+import pg from 'pg';
 import type { Clock, ClockTimer } from '../../clock/clock.js';
 import { systemClock } from '../../clock/clock.js';
-import { ConfigurationError, DocketError } from '../../job/errors.js';
+import { ConfigurationError, DocketError, IdempotencyConflictError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
+import type { ListOrder } from '../../job/job-filter.js';
 import type { JobSpec } from '../../job/job-spec.js';
-import { assertBatchKeysAgree, idempotencyScope } from '../idempotency.js';
-import type { OpenStoreOptions } from '../open-store.js';
+import { normalizeScheduleSpec, type Schedule, type ScheduleSpec } from '../../schedule/schedule.js';
+import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempotencyScope } from '../idempotency.js';
+import type { OpenStoreOptions, ShardAdmin, ShardDescription } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
 import type {
+  ActivityBucket,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
@@ -34,10 +40,13 @@ import type {
   DeadLetterRetryParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
   JobCancelParams,
   JobClaimParams,
   JobCompleteManyParams,
   JobCompleteParams,
+  JobCountParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -48,7 +57,10 @@ import type {
   JobReleaseParams,
   JobReserveIdsParams,
   JobSubmitParams,
+  MatchCount,
   NextRunAtParams,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,
@@ -70,6 +82,7 @@ import {
   planShardNumbers,
   readShardIdentity,
   type ShardLocation,
+  setShardDraining,
   shardLocation,
 } from './shard-identity.js';
 import { shardNumberOfId } from './shard-ids.js';
@@ -81,6 +94,8 @@ export const CLAIM_STRAGGLER_MS = 200;
 export const SHARD_PROBE_INTERVAL_MS = 1000;
 /** Surplus claimed jobs older than this are released instead of handed out, ms (capped by lease/6). */
 export const SURPLUS_MAX_AGE_MS = 5000;
+/** How often a sharded store re-reads its shards' draining flags, ms. */
+export const IDENTITY_REFRESH_MS = 5000;
 /** How long a reserved id keeps the id it was exchanged for (covers the submit retry window), ms. */
 const EXCHANGED_ID_TTL_MS = 120_000;
 
@@ -161,7 +176,7 @@ export class ShardsUnavailableError extends DocketError {
 }
 
 /** The {@link Store} over PostgreSQL shards; see the file header. */
-export class ShardedStore implements Store {
+export class ShardedStore implements Store, ShardAdmin {
   readonly capabilities: StoreCapabilities;
   private readonly byNumber = new Map<number, Shard>();
   private readonly roundRobin = new RoundRobin();
@@ -174,12 +189,15 @@ export class ShardedStore implements Store {
   /** Reserved id → the id it was exchanged for on the shard its job had to go to. */
   private readonly exchangedIds = new Map<string, { id: string; at: number }>();
   private closed = false;
+  private refreshedAt: number;
+  private refreshing: Promise<void> | undefined;
 
   private constructor(
     readonly shards: readonly Shard[],
     private readonly clock: Clock,
   ) {
     for (const shard of shards) this.byNumber.set(shard.number, shard);
+    this.refreshedAt = clock.monotonic();
     this.capabilities = Object.freeze({
       listenNotify: shards.every((shard) => shard.store.capabilities.listenNotify),
       skipLocked: true,
@@ -226,8 +244,78 @@ export class ShardedStore implements Store {
     }
   }
 
+  /**
+   * Drains one shard (named by a URL of the list, matched as the duplicate check matches): marks
+   * it draining in its own identity row, so every process that re-reads identities (every
+   * {@link IDENTITY_REFRESH_MS}) stops routing new work to it, and moves its schedules to the
+   * shards their ids now hash to. Its jobs stay and run; {@link shardLoad} says when none is left.
+   * `draining: false` undoes it.
+   */
+  async setDraining(url: string, draining: boolean): Promise<{ number: number; schedulesMoved: number }> {
+    const shard = this.shardByUrl(url);
+    if (draining && this.shards.every((other) => other === shard || other.draining)) {
+      throw new ConfigurationError('cannot drain the last shard that takes new work');
+    }
+    await setShardDraining(shard.location, draining);
+    shard.draining = draining;
+    let schedulesMoved = 0;
+    if (draining) {
+      for (let afterId: string | undefined; ; ) {
+        const page = await shard.store.scheduleList({ limit: 100, ...(afterId ? { afterId } : {}) });
+        if (page.length === 0) break;
+        for (const schedule of page) {
+          // The schedule's own spec fields, re-created on its new shard (scheduleUpsert deletes the old copy).
+          await this.scheduleUpsert({ spec: scheduleSpecOf(schedule) });
+          schedulesMoved += 1;
+        }
+        afterId = page.at(-1)!.id;
+      }
+    }
+    return { number: shard.number, schedulesMoved };
+  }
+
+  /** Live (pending or running) jobs and schedules a shard still holds: 0 and 0 means a drained shard can be removed. */
+  async shardLoad(url: string): Promise<{ number: number; live: number; schedules: number; draining: boolean }> {
+    const shard = this.shardByUrl(url);
+    const stats = await this.onShard(shard, (store) => store.queueStats());
+    const live = stats.reduce((sum, queue) => sum + queue.scheduled + queue.available + queue.running, 0);
+    const schedules = (await this.onShard(shard, (store) => store.scheduleList({ limit: 1000 }))).length;
+    return { number: shard.number, live, schedules, draining: shard.draining };
+  }
+
+  private shardByUrl(url: string): Shard {
+    const key = normalisedShardKey(url);
+    const shard = this.shards.find((each) => normalisedShardKey(each.location.given) === key);
+    if (!shard) {
+      throw new ConfigurationError(
+        `${redactStoreUrl(url)} is not one of the shards (${this.shards.map((each) => redactStoreUrl(each.location.given)).join(', ')})`,
+      );
+    }
+    return shard;
+  }
+
+  /** Re-reads every shard's draining flag (another process may have drained one), at most every {@link IDENTITY_REFRESH_MS}. */
+  private refreshIdentitiesSoon(): void {
+    const now = this.clock.monotonic();
+    if (this.refreshing || now - this.refreshedAt < IDENTITY_REFRESH_MS) return;
+    this.refreshedAt = now;
+    this.refreshing = (async () => {
+      for (const shard of this.shards) {
+        if (shard.downSince !== null) continue;
+        try {
+          const identity = await readShardIdentity(shard.location);
+          if (identity && identity.shardNumber === shard.number) shard.draining = identity.draining;
+        } catch {
+          // A shard that cannot answer keeps its last known flag; its health is the claims' business.
+        }
+      }
+    })().finally(() => {
+      this.refreshing = undefined;
+    });
+  }
+
   /** The shards, by number: for `docket shards` and tests. */
-  describeShards(): { number: number; url: string; schema: string; draining: boolean; down: boolean }[] {
+  describeShards(): ShardDescription[] {
     return [...this.shards]
       .sort((a, b) => a.number - b.number)
       .map((shard) => ({
@@ -279,6 +367,7 @@ export class ShardedStore implements Store {
 
   /** Shards that take new keyless work, healthy first (down ones last, as a last resort). */
   private writableShards(): Shard[] {
+    this.refreshIdentitiesSoon();
     const active = this.shards.filter((shard) => !shard.draining);
     if (active.length === 0) throw new ConfigurationError('every shard is draining: no shard accepts new jobs');
     const healthy = this.roundRobin.order(active.filter((shard) => shard.downSince === null));
@@ -287,6 +376,7 @@ export class ShardedStore implements Store {
 
   /** The shard numbers keys hash over: those not draining. */
   private keyShardNumbers(): number[] {
+    this.refreshIdentitiesSoon();
     const numbers = this.shards.filter((shard) => !shard.draining).map((shard) => shard.number);
     if (numbers.length === 0) throw new ConfigurationError('every shard is draining: no shard accepts new jobs');
     return numbers;
@@ -402,6 +492,28 @@ export class ShardedStore implements Store {
     assertBatchKeysAgree(jobs);
     const targets = ids === undefined ? this.targetsWithoutIds(jobs) : this.targetsForIds(jobs, ids);
     const givenIds = ids === undefined ? undefined : await this.exchangeIds(ids, targets);
+    // Each reserved id is pinned to where it is sent: should the send's outcome be unknown, the
+    // retry (same reserved ids) goes there again. Unpinned once answered, or when the shard
+    // provably never received it (the connection was refused), so the retry may go elsewhere.
+    const pin = (indexes: readonly number[]) => {
+      if (ids === undefined || givenIds === undefined) return;
+      const at = this.clock.monotonic();
+      for (const index of indexes) this.exchangedIds.set(ids[index]!, { id: givenIds[index]!, at });
+    };
+    const unpin = (indexes: readonly number[]) => {
+      if (ids !== undefined) for (const index of indexes) this.exchangedIds.delete(ids[index]!);
+    };
+    const sent = async <T>(indexes: readonly number[], send: () => Promise<T>): Promise<T> => {
+      pin(indexes);
+      try {
+        const answer = await send();
+        unpin(indexes);
+        return answer;
+      } catch (error) {
+        if (neverReachedServer(error)) unpin(indexes);
+        throw error;
+      }
+    };
     const groups = new Map<Shard, number[]>();
     for (const [index, shard] of targets.entries()) {
       const group = groups.get(shard) ?? [];
@@ -410,30 +522,81 @@ export class ShardedStore implements Store {
     }
     const results: SubmitResult[] = new Array(jobs.length);
     if (groups.size === 1) {
-      const [shard] = groups.keys();
-      const answered = await this.onShard(shard!, (store) =>
-        store.jobSubmit({ jobs, ids: givenIds, ...(params.now ? { now: params.now } : {}) }),
+      const [[shard, indexes]] = [...groups.entries()] as [[Shard, number[]]];
+      return sent(indexes, () =>
+        this.onShard(shard, (store) =>
+          store.jobSubmit({ jobs, ids: givenIds, ...(params.now ? { now: params.now } : {}) }),
+        ),
       );
-      return answered;
     }
-    // A batch over several shards is atomic per shard: each shard writes its part in one statement.
-    await Promise.all(
-      [...groups.entries()].map(async ([shard, indexes]) => {
-        const answered = await this.onShard(shard, (store) =>
-          store.jobSubmit({
-            jobs: indexes.map((index) => jobs[index]!),
-            ids: givenIds === undefined ? undefined : indexes.map((index) => givenIds[index]!),
-            ...(params.now ? { now: params.now } : {}),
-          }),
+    const parts = [...groups.entries()].map(([shard, indexes]) => ({
+      shard,
+      indexes,
+      params: {
+        jobs: indexes.map((index) => jobs[index]!),
+        ids: givenIds === undefined ? undefined : indexes.map((index) => givenIds[index]!),
+        ...(params.now ? { now: params.now } : {}),
+      },
+    }));
+    const answers = batchNeedsAtomicKeys(jobs)
+      ? await sent(
+          jobs.map((_, index) => index),
+          () => this.submitAcrossShardsAtomically(parts),
+        ).catch((error: unknown) => {
+          throw renumberConflict(error, parts, jobs.length);
+        })
+      : // Without keys nothing can half-conflict: each shard writes its part in one statement.
+        await Promise.all(
+          parts.map((part) =>
+            sent(part.indexes, () => this.onShard(part.shard, (store) => store.jobSubmit(part.params))),
+          ),
         );
-        for (const [position, index] of indexes.entries()) results[index] = answered[position]!;
+    for (const [partIndex, part] of parts.entries()) {
+      for (const [position, index] of part.indexes.entries()) results[index] = answers[partIndex]![position]!;
+    }
+    return results;
+  }
+
+  /**
+   * A keyed batch over several shards: each part is written inside its own open transaction on
+   * its shard, and all commit only when every part was written, so an idempotency conflict on one
+   * shard rolls back every shard's part (nothing of the batch is written, as on one store). Not
+   * two-phase: a commit lost between two shards' commits leaves the earlier part; the submit
+   * retry sends the same ids again, and each part answers its jobs as already written.
+   */
+  private async submitAcrossShardsAtomically(
+    parts: readonly { shard: Shard; params: JobSubmitParams }[],
+  ): Promise<SubmitResult[][]> {
+    const clients = await Promise.all(
+      parts.map(async (part) => {
+        const client = new pg.Client({ connectionString: part.shard.location.url });
+        client.on('error', () => {});
+        await client.connect();
+        return client;
       }),
     );
-    return results;
+    try {
+      await Promise.all(clients.map((client) => client.query('BEGIN')));
+      const answers = await Promise.all(
+        parts.map((part, index) =>
+          this.onShard(part.shard, (store) => store.jobSubmit({ ...part.params, transaction: clients[index] })),
+        ),
+      );
+      for (const client of clients) await client.query('COMMIT');
+      return answers;
+    } catch (error) {
+      await Promise.all(clients.map((client) => client.query('ROLLBACK').catch(() => undefined)));
+      throw error;
+    } finally {
+      await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    }
   }
 
   /** A keyed job's shard: the one its idempotency scope hashes to. */
   private keyedShard(spec: JobSpec): Shard | null {
+    // A schedule's run lives with its schedule (one (schedule, slot) key per shard).
+    if (spec.scheduleId !== null && spec.scheduleId !== undefined)
+      return this.shardForKey(`schedule:${spec.scheduleId}`);
     return spec.idempotencyKey === null ? null : this.shardForKey(idempotencyScope(spec));
   }
 
@@ -497,34 +660,49 @@ export class ShardedStore implements Store {
 
   // ---- claims ----
 
+  /**
+   * Claims from every live shard at once (see the file header), in rounds: a shard that filled
+   * its share may hold more, so while the claim is short those shards are asked again for the
+   * rest. The answer is sorted by priority, run_at, id, and what is beyond the limit stays leased
+   * in the surplus for the next claim. Order is exact within a shard; across shards only within
+   * what one claim collected (docs/sharding.md).
+   */
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
     if (!Number.isInteger(params.limit) || params.limit <= 0) return this.shards[0]!.store.jobClaim(params);
-    this.releaseAgedSurplus();
-    const fromSurplus = this.takeSurplus(params);
-    if (fromSurplus.length >= params.limit) return fromSurplus;
-    const wanted = params.limit - fromSurplus.length;
-    const shards = this.claimRotation.order(this.liveShards());
-    if (shards.length === 0) {
-      if (fromSurplus.length > 0) return fromSurplus;
-      throw this.unavailable('claim');
-    }
-    const shares = splitClaimLimit(wanted, shards.length);
-    const answers = await this.fanOutWithStragglers(
-      shards.map((shard, index) => ({
-        shard,
-        call: (store: Store) => store.jobClaim({ ...params, limit: shares[index]! }),
-      })),
-      (shard, late: ClaimedJob[]) => this.keepSurplus(shard, late, params.leaseMs),
-    );
-    const claimed: ClaimedJob[] = [...fromSurplus];
-    for (const { shard, value } of answers.values) {
-      for (const job of value) {
-        if (claimed.length < params.limit) claimed.push(job);
-        else this.keepSurplus(shard, [job], params.leaseMs);
+    this.releaseAgedSurplus(params.now);
+    const collected = this.takeSurplus(params);
+    let shards = this.claimRotation.order(this.liveShards());
+    if (shards.length === 0 && collected.length === 0) throw this.unavailable('claim');
+    let firstRound = true;
+    const errors: unknown[] = [];
+    let answered = 0;
+    while (shards.length > 0 && (firstRound || collected.length < params.limit)) {
+      // Every shard is asked at least once per claim (one job at least), so none starves.
+      const shares = splitClaimLimit(Math.max(0, params.limit - collected.length), shards.length);
+      const round = await this.fanOutWithStragglers(
+        shards.map((shard, index) => ({
+          shard,
+          call: (store: Store) => store.jobClaim({ ...params, limit: shares[index]! }),
+        })),
+        (shard, late: ClaimedJob[]) => this.keepSurplus(shard, late, params.leaseMs),
+      );
+      errors.push(...round.errors);
+      answered += round.values.length;
+      const full: Shard[] = [];
+      for (const { shard, value } of round.values) {
+        collected.push(...value);
+        if (value.length >= shares[shards.indexOf(shard)]!) full.push(shard);
       }
+      shards = full;
+      firstRound = false;
     }
-    if (claimed.length === 0 && answers.values.length === 0 && answers.errors.length > 0) throw answers.errors[0];
-    return claimed;
+    if (collected.length === 0 && answered === 0 && errors.length > 0) throw errors[0];
+    collected.sort(claimOrder);
+    for (const job of collected.slice(params.limit)) {
+      const shard = this.shardOfId(job.id);
+      if (shard) this.keepSurplus(shard, [job], params.leaseMs, false);
+    }
+    return collected.slice(0, params.limit);
   }
 
   /**
@@ -579,7 +757,7 @@ export class ShardedStore implements Store {
     return { values, errors };
   }
 
-  private keepSurplus(shard: Shard, jobs: readonly ClaimedJob[], leaseMs: number): void {
+  private keepSurplus(shard: Shard, jobs: readonly ClaimedJob[], leaseMs: number, wake = true): void {
     if (jobs.length === 0) return;
     if (this.closed) {
       void this.releaseJobs(shard, jobs);
@@ -589,7 +767,8 @@ export class ShardedStore implements Store {
     const maxAgeMs = Math.min(SURPLUS_MAX_AGE_MS, Math.floor(leaseMs / 6));
     for (const job of jobs) this.surplus.push({ job, shard, at, maxAgeMs });
     this.armSurplusTimer();
-    this.wake({ runAt: null });
+    // Jobs that arrived after their claim gave up waiting: a claimer should come for them.
+    if (wake) this.wake({ runAt: null });
   }
 
   /** Surplus jobs this claim may take (its queues and kinds), oldest first, up to its limit. */
@@ -604,12 +783,18 @@ export class ShardedStore implements Store {
     return taken;
   }
 
-  private releaseAgedSurplus(): void {
+  /**
+   * Releases surplus jobs too old to hand out: older than their max age, or (with a pinned
+   * database instant, as tests and simulations pin it) whose lease ends by then.
+   */
+  private releaseAgedSurplus(pinnedNow?: Date): void {
     const now = this.clock.monotonic();
-    const aged = this.surplus.filter((entry) => now - entry.at > entry.maxAgeMs);
-    if (aged.length === 0) return;
-    this.surplus = this.surplus.filter((entry) => now - entry.at <= entry.maxAgeMs);
-    for (const entry of aged) void this.releaseJobs(entry.shard, [entry.job]);
+    const aged = (entry: SurplusJob) =>
+      now - entry.at > entry.maxAgeMs || (pinnedNow !== undefined && entry.job.leaseUntil <= pinnedNow);
+    const old = this.surplus.filter(aged);
+    if (old.length === 0) return;
+    this.surplus = this.surplus.filter((entry) => !aged(entry));
+    for (const entry of old) void this.releaseJobs(entry.shard, [entry.job]);
   }
 
   private armSurplusTimer(): void {
@@ -749,11 +934,81 @@ export class ShardedStore implements Store {
   }
 
   async jobList(params: JobListParams): Promise<Job[]> {
-    return mergeById(await this.everyShard((store) => store.jobList(params)), params.limit);
+    return mergeById(await this.everyShard((store) => store.jobList(params)), params.limit, params.order);
   }
 
   async deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
-    return mergeById(await this.everyShard((store) => store.deadLetterList(params)), params.limit);
+    return mergeById(await this.everyShard((store) => store.deadLetterList(params)), params.limit, params.order);
+  }
+
+  /** Per-queue counts summed over the shards; a field estimated on any shard is estimated in the sum. */
+  async queueCounts(params?: QueueCountsParams): Promise<QueueCounts[]> {
+    const merged = new Map<string, QueueCounts>();
+    for (const counts of await this.everyShard((store) => store.queueCounts(params))) {
+      for (const queue of counts) {
+        const into = merged.get(queue.queue);
+        if (!into) {
+          merged.set(queue.queue, { ...queue, estimated: [...queue.estimated] });
+          continue;
+        }
+        addQueueStats(into, queue);
+        for (const field of queue.estimated) if (!into.estimated.includes(field)) into.estimated.push(field);
+      }
+    }
+    return [...merged.values()].sort((a, b) => compareText(a.queue, b.queue));
+  }
+
+  /** Every shard's buckets are the same epoch-aligned windows: summed bucket by bucket. */
+  async jobActivity(params: JobActivityParams): Promise<ActivityBucket[]> {
+    const perShard = await this.everyShard((store) => store.jobActivity(params));
+    const [first, ...rest] = perShard;
+    const merged = (first ?? []).map((bucket) => ({ ...bucket, latenessHistogram: [...bucket.latenessHistogram] }));
+    for (const buckets of rest) {
+      for (const [index, bucket] of buckets.entries()) {
+        const into = merged[index];
+        if (!into) continue;
+        into.completed += bucket.completed;
+        into.failed += bucket.failed;
+        for (const [slot, count] of bucket.latenessHistogram.entries()) {
+          into.latenessHistogram[slot] = (into.latenessHistogram[slot] ?? 0) + count;
+        }
+      }
+    }
+    return merged;
+  }
+
+  async jobCountMatching(params: JobCountParams): Promise<MatchCount> {
+    const counts = await this.everyShard((store) => store.jobCountMatching(params));
+    return {
+      count: counts.reduce((sum, count) => sum + count.count, 0),
+      estimated: counts.some((count) => count.estimated),
+    };
+  }
+
+  /**
+   * One batch of a bulk action walking ids in ascending order across shards, which is shard-major
+   * (shard-ids.ts): the shard holding `afterId` first, then the higher-numbered shards, until the
+   * batch is full, so "fewer than limit scanned" still means the whole walk is done.
+   */
+  async jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    const from = params.afterId === undefined ? 0 : shardNumberOfId(params.afterId);
+    if (from === null || !Number.isInteger(params.limit) || params.limit < 1) {
+      // Refused by the shard exactly as a single store refuses it.
+      return this.shards[0]!.store.jobBulkApply(params);
+    }
+    const ordered = [...this.shards].filter((shard) => shard.number >= from).sort((a, b) => a.number - b.number);
+    const result: BulkBatchResult = { scanned: 0, affected: 0, lastId: null };
+    for (const shard of ordered) {
+      const left = params.limit - result.scanned;
+      if (left <= 0) break;
+      const batch = await this.onShard(shard, (store) =>
+        store.jobBulkApply({ ...params, limit: left, afterId: shard.number === from ? params.afterId : undefined }),
+      );
+      result.scanned += batch.scanned;
+      result.affected += batch.affected;
+      if (batch.lastId !== null) result.lastId = batch.lastId;
+    }
+    return result;
   }
 
   async deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
@@ -803,14 +1058,7 @@ export class ShardedStore implements Store {
           merged.set(queue.queue, { ...queue });
           continue;
         }
-        into.scheduled += queue.scheduled;
-        into.available += queue.available;
-        into.running += queue.running;
-        into.done += queue.done;
-        into.cancelled += queue.cancelled;
-        into.dead += queue.dead;
-        into.unhandled += queue.unhandled;
-        if (queue.paused) into.paused = true;
+        addQueueStats(into, queue);
       }
     }
     return [...merged.values()].sort((a, b) => compareText(a.queue, b.queue));
@@ -989,6 +1237,31 @@ export class ShardedStore implements Store {
   }
 }
 
+/** A stored schedule as the spec that re-creates it (a record read back is a valid input). */
+function scheduleSpecOf(schedule: Schedule): ScheduleSpec {
+  const { id, cron, timeZone, job, jitterMs, jitterMode, misfire, paused } = schedule;
+  // A record says "no time limit" as null; an input says it by leaving timeoutMs out.
+  const { timeoutMs, ...jobFields } = job;
+  const jobInput = timeoutMs === null ? jobFields : { ...jobFields, timeoutMs };
+  // The window and run cap are stored for every policy but accepted only with catch_up.
+  const misfireInput = misfire.policy === 'catch_up' ? misfire : { policy: misfire.policy };
+  return normalizeScheduleSpec({
+    id,
+    cron,
+    timeZone,
+    job: jobInput,
+    jitterMs,
+    jitterMode,
+    misfire: misfireInput,
+    paused,
+  });
+}
+
+/** A single store's claim order: priority (lower first), then run_at, then id. */
+function claimOrder(a: ClaimedJob, b: ClaimedJob): number {
+  return a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || Number(a.id) - Number(b.id);
+}
+
 /** Whether a claim with these filters could have claimed `job`. */
 function claimMatches(params: JobClaimParams, job: ClaimedJob): boolean {
   if (params.queues !== undefined && !params.queues.includes(job.queue)) return false;
@@ -997,12 +1270,25 @@ function claimMatches(params: JobClaimParams, job: ClaimedJob): boolean {
   return true;
 }
 
-/** Shard lists merged in id order (numeric), cut to the page size. */
-function mergeById(lists: readonly Job[][], limit: number | undefined): Job[] {
+/** Shard lists merged in id order (numeric, either way), cut to the page size. */
+function mergeById(lists: readonly Job[][], limit: number | undefined, order: ListOrder | undefined): Job[] {
+  const sign = order === 'desc' ? -1 : 1;
   return lists
     .flat()
-    .sort((a, b) => Number(a.id) - Number(b.id))
+    .sort((a, b) => sign * (Number(a.id) - Number(b.id)))
     .slice(0, limit ?? 100);
+}
+
+/** Adds one shard's counts of a queue into the merged ones. */
+function addQueueStats(into: QueueStats, queue: QueueStats): void {
+  into.scheduled += queue.scheduled;
+  into.available += queue.available;
+  into.running += queue.running;
+  into.done += queue.done;
+  into.cancelled += queue.cancelled;
+  into.dead += queue.dead;
+  into.unhandled += queue.unhandled;
+  if (queue.paused) into.paused = true;
 }
 
 /** Bytewise text order, as the stores order names (PostgreSQL "C"-like for ASCII). */
@@ -1015,6 +1301,46 @@ function earliestPause(states: readonly QueueState[]): QueueState {
   const paused = states.filter((state) => state.paused && state.pausedAt !== null);
   if (paused.length === 0) return states[0]!;
   return paused.reduce((a, b) => (a.pausedAt! <= b.pausedAt! ? a : b));
+}
+
+/**
+ * A part's idempotency conflict names the job's position in that part; the caller sent the whole
+ * batch, so the error names its position there (`jobs[i].idempotencyKey`), as one store would.
+ */
+function renumberConflict(
+  error: unknown,
+  parts: readonly { indexes: readonly number[]; params: JobSubmitParams }[],
+  batchSize: number,
+): unknown {
+  if (!(error instanceof IdempotencyConflictError)) return error;
+  const local = /^jobs\[(\d+)\]\.idempotencyKey$/.exec(error.field);
+  const localIndex = local ? Number(local[1]) : error.field === 'idempotencyKey' ? 0 : null;
+  if (localIndex === null) return error;
+  const part = parts.find((each) => {
+    const spec = each.params.jobs[localIndex];
+    return spec !== undefined && error.message.includes(JSON.stringify(spec.idempotencyKey));
+  });
+  const index = part?.indexes[localIndex];
+  if (index === undefined) return error;
+  const reason = error.message.slice(error.field.length + 2);
+  return new IdempotencyConflictError(idempotencyField(index, batchSize), error.existingId, reason);
+}
+
+/**
+ * Whether a connection error happened before anything reached the server (refused, unresolvable,
+ * unreachable, timed out connecting, or refused at startup): then nothing was written, for sure.
+ * Any other loss (a connection dropped mid-statement) leaves the outcome unknown.
+ */
+function neverReachedServer(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    typeof code === 'string' &&
+    ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P03'].includes(code)
+  ) {
+    return true;
+  }
+  const message = error instanceof Error ? error.message : '';
+  return /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(message);
 }
 
 /** One item of each list in turn: [[a1, a2], [b1]] → [a1, b1, a2]. */

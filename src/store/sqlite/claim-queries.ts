@@ -114,11 +114,13 @@ export const JOB_CLAIM_MANY = `
     state = 'running',
     lease_until = :lease_until,
     lease_owner = :owner,
+    started_at = :now,
     token = token + 1,
     attempts = attempts + 1,
     errors = CASE WHEN state = 'running'
       THEN json_insert(errors, '$[#]', json_object(
-        'attempt', attempts, 'at', :now, 'kind', 'lease_expired', 'message', :message))
+        'attempt', attempts, 'at', :now, 'kind', 'lease_expired', 'message', :message,
+        'startedAt', started_at, 'owner', lease_owner))
       ELSE errors END
   WHERE id IN (SELECT value FROM json_each(:ids))
   RETURNING *`;

@@ -12,7 +12,6 @@
  */
 
 import type Database from 'better-sqlite3';
-import type { JobState } from '../../job/job.js';
 import type { JobSpec } from '../../job/job-spec.js';
 import { liveKeyConflict, sameJsonText } from '../idempotency.js';
 import type {
@@ -38,7 +37,13 @@ export const NOT_PAUSED = `queue NOT IN (SELECT name FROM queues WHERE paused = 
 
 /** Columns both tables share, in one order, for moving rows between them. */
 const COMMON_COLUMNS = `id, kind, queue, payload, priority, run_at, lease_owner, token, attempts, max_attempts,
-  retry_policy, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at`;
+  retry_policy, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at, started_at`;
+
+/**
+ * The error entry :entry (JSON from attemptErrorJson) completed with the attempt's claim, read
+ * from the row it ended: its started_at and lease_owner (as the PostgreSQL twin's errorEntry).
+ */
+const ENTRY_WITH_CLAIM = `json_set(json(:entry), '$.startedAt', started_at, '$.owner', lease_owner)`;
 
 /**
  * The database clock.
@@ -94,6 +99,16 @@ export const JOB_DUE_PENDING_COUNT = `
   WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now`;
 
 /**
+ * JOB_DUE_PENDING_COUNT reading at most :cap entries of the range (the dashboard's bounded form).
+ * Parameters: as JOB_DUE_PENDING_COUNT, plus :cap. Result: one integer, at most :cap.
+ * PostgreSQL: the same LIMITed count per triple, in one statement (boundedDueCounts).
+ */
+export const JOB_DUE_PENDING_CAPPED_COUNT = `
+  SELECT count(*) FROM (SELECT 1 FROM jobs
+    WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now
+    LIMIT :cap)`;
+
+/**
  * Running jobs whose lease lapsed (available again), counted by queue and kind, paused queues
  * left out: the lapsed half of jobDueCountsByKind. A range scan on jobs_running_lease.
  * Parameters: :now. Result: { queue, kind, count }.
@@ -113,7 +128,7 @@ export const JOB_LAPSED_COUNTS = `
  */
 export const JOB_PARK = `
   INSERT INTO dead_jobs (${COMMON_COLUMNS}, state, lease_until, errors, finished_at, parked_at)
-  SELECT ${COMMON_COLUMNS}, 'dead', NULL, json_insert(errors, '$[#]', json(:entry)), :now, :now
+  SELECT ${COMMON_COLUMNS}, 'dead', NULL, json_insert(errors, '$[#]', ${ENTRY_WITH_CLAIM}), :now, :now
   FROM jobs WHERE id = :id`;
 
 /**
@@ -177,7 +192,7 @@ export const JOB_FIND_HELD = `
  */
 export const JOB_RETRY = `
   UPDATE jobs SET state = 'pending', run_at = :run_at, lease_until = NULL,
-    errors = json_insert(errors, '$[#]', json(:entry))
+    errors = json_insert(errors, '$[#]', ${ENTRY_WITH_CLAIM})
   WHERE id = :id AND state = 'running'`;
 
 /**
@@ -222,31 +237,6 @@ export const JOB_GET = `SELECT * FROM jobs WHERE id = :id`;
  * One parked job by id. Parameters: :id. Result: the row or nothing.
  */
 export const DEAD_GET = `SELECT * FROM dead_jobs WHERE id = :id`;
-
-/**
- * A page of jobs by id (keyset paging), optionally by states, queue and kind.
- * Parameters: :states (JSON array or NULL for all), :queue, :kind (NULL for any), :after_id,
- * :limit. Result: rows ordered by id. A primary-key range scan.
- * PostgreSQL: `state = ANY($states)`; here json_each carries the list in one parameter.
- */
-export const JOB_LIST = `
-  SELECT * FROM jobs
-  WHERE id > :after_id
-    AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-    AND (:queue IS NULL OR queue = :queue)
-    AND (:kind IS NULL OR kind = :kind)
-  ORDER BY id LIMIT :limit`;
-
-/**
- * A page of parked jobs by id, optionally by queue and kind.
- * Parameters: :queue, :kind, :after_id, :limit. Result: rows ordered by id.
- */
-export const DEAD_LIST = `
-  SELECT * FROM dead_jobs
-  WHERE id > :after_id
-    AND (:queue IS NULL OR queue = :queue)
-    AND (:kind IS NULL OR kind = :kind)
-  ORDER BY id LIMIT :limit`;
 
 /**
  * Deletes up to :limit finished (done, cancelled) records that finished before :before; called
@@ -300,7 +290,7 @@ export const DEAD_RETRY = `
     d.timeout_ms, d.schedule_id,
     CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.schedule_id = d.schedule_id AND o.schedule_slot = d.schedule_slot)
       THEN NULL ELSE d.schedule_slot END,
-    d.created_at,
+    d.created_at, d.started_at,
     'pending', NULL, d.errors, NULL
   FROM dead_jobs d WHERE d.id = :id`;
 
@@ -368,6 +358,7 @@ function prepareJobStatements(db: Database.Database) {
     >(JOB_FIND_LIVE_BY_KEY),
     insert: db.prepare<Record<string, unknown>, { id: number; run_at: number }>(JOB_INSERT),
     duePendingCount: db.prepare(JOB_DUE_PENDING_COUNT).pluck(),
+    duePendingCappedCount: db.prepare(JOB_DUE_PENDING_CAPPED_COUNT).pluck(),
     lapsedCounts: db.prepare<{ now: number }, { queue: string; kind: string; count: number }>(JOB_LAPSED_COUNTS),
     park: db.prepare(JOB_PARK),
     delete: db.prepare(JOB_DELETE),
@@ -381,8 +372,6 @@ function prepareJobStatements(db: Database.Database) {
     cancel: db.prepare(JOB_CANCEL),
     get: db.prepare<{ id: number }, JobRow>(JOB_GET),
     deadGet: db.prepare<{ id: number }, JobRow>(DEAD_GET),
-    list: db.prepare<Record<string, unknown>, JobRow>(JOB_LIST),
-    deadList: db.prepare<Record<string, unknown>, JobRow>(DEAD_LIST),
     pruneBatch: db.prepare(JOB_PRUNE_BATCH),
     firstPendingRunAt: db.prepare(JOB_FIRST_PENDING_RUN_AT).pluck(),
     nextLeaseEnd: db.prepare(JOB_NEXT_LEASE_END).pluck(),
@@ -392,14 +381,6 @@ function prepareJobStatements(db: Database.Database) {
     queueStats: db.prepare<{ now: number }, QueueCountsRow & { paused: number }>(QUEUE_STATS),
   };
 }
-
-/** A job list's filter as JOB_LIST and DEAD_LIST take it. */
-export type ListFilter = {
-  queue: string | null;
-  kind: string | null;
-  after_id: number;
-  limit: number;
-};
 
 /** A pending (queue, kind, priority) triple, as the claim planner walks them. */
 type Triple = { queue: string; kind: string; priority: number };
@@ -542,14 +523,6 @@ export class SqliteJobQueries {
     return this.stmt.get.get({ id }) ?? this.stmt.deadGet.get({ id });
   }
 
-  /** A page of jobs by id from the tables `states` names (`dead` reads dead_jobs). */
-  list(filter: ListFilter, states: readonly JobState[]): JobRow[] {
-    const tableStates = states.filter((state): state is Exclude<JobState, 'dead'> => state !== 'dead');
-    const live = tableStates.length > 0 ? this.stmt.list.all({ ...filter, states: JSON.stringify(tableStates) }) : [];
-    const dead = states.includes('dead') ? this.deadList(filter) : [];
-    return [...live, ...dead].sort((a, b) => a.id - b.id).slice(0, filter.limit);
-  }
-
   /** Deletes up to `limit` finished records that finished before `beforeMs`; returns how many. */
   pruneBatch(beforeMs: number, limit: number): number {
     return this.stmt.pruneBatch.run({ before: beforeMs, limit }).changes;
@@ -571,11 +544,6 @@ export class SqliteJobQueries {
     return earliest === null ? null : Math.max(earliest, nowMs);
   }
 
-  /** A page of parked jobs by id. */
-  deadList(filter: ListFilter): JobRow[] {
-    return this.stmt.deadList.all(filter);
-  }
-
   /** Moves a parked job back to pending, due now, with fresh attempts; its row, or null. */
   deadRetry(id: number, nowMs: number): JobRow | null {
     if (this.stmt.deadRetry.run({ id, now: nowMs }).changes === 0) return null;
@@ -594,7 +562,7 @@ export class SqliteJobQueries {
   }
 
   /** Available jobs (due pending rows of the given triples, lapsed leases) by queue and kind. */
-  dueCountsByKind(triples: readonly Triple[], nowMs: number): DueKindCount[] {
+  dueCountsByKind(triples: readonly Triple[], nowMs: number, cap: number | null = null): DueKindCount[] {
     const counts = new Map<string, DueKindCount>();
     const add = (queue: string, kind: string, count: number) => {
       if (count === 0) return;
@@ -605,7 +573,11 @@ export class SqliteJobQueries {
     };
     // Due pending rows per triple (index-only counts of the due range), then lapsed leases.
     for (const triple of triples) {
-      add(triple.queue, triple.kind, Number(this.stmt.duePendingCount.get({ ...triple, now: nowMs })));
+      const count =
+        cap === null
+          ? this.stmt.duePendingCount.get({ ...triple, now: nowMs })
+          : this.stmt.duePendingCappedCount.get({ ...triple, now: nowMs, cap });
+      add(triple.queue, triple.kind, Number(count));
     }
     for (const row of this.stmt.lapsedCounts.all({ now: nowMs })) add(row.queue, row.kind, Number(row.count));
     return [...counts.values()].sort((a, b) => byteOrder(a.queue, b.queue) || byteOrder(a.kind, b.kind));

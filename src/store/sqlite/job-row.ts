@@ -26,6 +26,7 @@ export interface JobRow {
   schedule_slot: number | null;
   created_at: number;
   finished_at: number | null;
+  started_at: number | null;
 }
 
 /** An attempt error as stored inside the `errors` JSON array (`at` in epoch milliseconds). */
@@ -35,6 +36,9 @@ interface StoredAttemptError {
   kind: AttemptError['kind'];
   message: string;
   detail?: string | null;
+  /** The attempt's claim start (epoch ms) and owner; null or absent on entries written before they were recorded. */
+  startedAt?: number | null;
+  owner?: string | null;
 }
 
 /** Serialises one attempt error for appending to a row's `errors` array. */
@@ -63,6 +67,8 @@ function toAttemptError(stored: StoredAttemptError): AttemptError {
     kind: stored.kind,
   };
   if (stored.detail !== undefined && stored.detail !== null) error.detail = stored.detail;
+  if (typeof stored.startedAt === 'number') error.startedAt = new Date(stored.startedAt);
+  if (typeof stored.owner === 'string') error.owner = stored.owner;
   return error;
 }
 
@@ -89,5 +95,6 @@ export function rowToJob(row: JobRow): Job {
     scheduleSlot: row.schedule_slot === null ? null : new Date(row.schedule_slot),
     createdAt: new Date(row.created_at),
     finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    startedAt: row.started_at === null || row.started_at === undefined ? null : new Date(row.started_at),
   };
 }

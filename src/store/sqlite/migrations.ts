@@ -182,6 +182,20 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX workers_expires_at ON workers (expires_at);
     `,
   },
+  {
+    version: 4,
+    name: 'dashboard: claim start times, list and count indexes',
+    sql: `
+      -- When the latest claim began (the claim sets it in its UPDATE), as in the PostgreSQL twin:
+      -- start lateness and the job page's claim timeline.
+      ALTER TABLE jobs ADD COLUMN started_at INTEGER;
+      ALTER TABLE dead_jobs ADD COLUMN started_at INTEGER;
+      -- The dashboard's lists and bounded counts: a state (and queue) paged by id either way, and
+      -- a (state, queue) range counted from the index alone; dead letters by (queue, id).
+      CREATE INDEX jobs_state_queue_id ON jobs (state, queue, id);
+      CREATE INDEX dead_jobs_queue_id ON dead_jobs (queue, id);
+    `,
+  },
 ];
 
 /**

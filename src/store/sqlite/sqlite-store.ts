@@ -31,6 +31,13 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
+import {
+  checkBulkApplyParams,
+  checkCountParams,
+  checkDeadLetterListParams,
+  checkExactUpTo,
+  checkListParams,
+} from '../dashboard-params.js';
 import { assertBatchKeysAgree } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import {
@@ -42,18 +49,24 @@ import {
   planUpsert,
 } from '../schedule-plan.js';
 import type {
+  ActivityBucket,
   AtTime,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
   DeadLetterPurgeParams,
   DeadLetterRetryParams,
+  DueCountsParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
   JobCancelParams,
   JobClaimParams,
   JobCompleteManyParams,
   JobCompleteParams,
+  JobCountParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -63,7 +76,10 @@ import type {
   JobReleaseParams,
   JobReserveIdsParams,
   JobSubmitParams,
+  MatchCount,
   NextRunAtParams,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,
@@ -80,17 +96,10 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import {
-  afterJobId,
-  claimLimit,
-  LEASE_EXPIRED_MESSAGE,
-  listStates,
-  pageSize,
-  parseJobId,
-  positiveMs,
-} from '../store-params.js';
+import { claimLimit, LEASE_EXPIRED_MESSAGE, pageSize, parseJobId, positiveMs } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import { SqliteClaimQueries } from './claim-queries.js';
+import { SqliteDashboardQueries } from './dashboard-queries.js';
 import { PRUNE_BATCH, SqliteJobQueries } from './job-queries.js';
 import { rowToJob } from './job-row.js';
 import { runSqliteMigrations } from './migrations.js';
@@ -134,6 +143,7 @@ export class SqliteStore implements Store {
   private closed = false;
   private readonly claims: SqliteClaimQueries;
   private readonly jobs: SqliteJobQueries;
+  private readonly dashboard: SqliteDashboardQueries;
   private readonly schedules: SqliteScheduleQueries;
   private readonly workers: SqliteWorkerQueries;
 
@@ -142,6 +152,7 @@ export class SqliteStore implements Store {
     this.appliedMigrations = appliedMigrations;
     this.claims = new SqliteClaimQueries(db);
     this.jobs = new SqliteJobQueries(db);
+    this.dashboard = new SqliteDashboardQueries(db);
     this.schedules = new SqliteScheduleQueries(db);
     this.workers = new SqliteWorkerQueries(db);
   }
@@ -370,12 +381,59 @@ export class SqliteStore implements Store {
     return row ? rowToJob(row) : null;
   }
 
+  async queueCounts(params: QueueCountsParams = {}): Promise<QueueCounts[]> {
+    return this.read(() =>
+      this.dashboard.queueCounts(this.clock(params.now), params.exactUpTo, this.claims.pendingTriples(undefined)),
+    );
+  }
+
+  async jobActivity(params: JobActivityParams): Promise<ActivityBucket[]> {
+    return this.read(() => this.dashboard.activity(params));
+  }
+
+  async jobCountMatching(params: JobCountParams): Promise<MatchCount> {
+    const checked = checkCountParams(params);
+    return this.read(() => this.dashboard.countMatching(checked, checked.exactUpTo));
+  }
+
+  /**
+   * One bulk batch in one BEGIN IMMEDIATE transaction: the ids are read and acted on under the
+   * same write lock (at most `limit` rows, so other writers wait one batch, not the whole walk).
+   */
+  async jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult> {
+    const checked = checkBulkApplyParams(params);
+    const result = this.write(() => {
+      const nowMs = this.clock(params.now);
+      const ids = this.dashboard.batchIds(checked, checked.afterId, checked.limit);
+      let affected = 0;
+      let earliestMs: number | null = null;
+      if (ids.length > 0) {
+        switch (checked.action) {
+          case 'retry':
+            for (const id of ids) if (this.jobs.deadRetry(id, nowMs) !== null) affected += 1;
+            if (affected > 0) earliestMs = nowMs;
+            break;
+          case 'purge':
+            affected = this.dashboard.purgeMany(ids);
+            break;
+          case 'cancel':
+            affected = this.dashboard.cancelMany(ids, nowMs);
+            break;
+          case 'reschedule':
+            affected = this.dashboard.rescheduleMany(ids, checked.runAt!.getTime());
+            if (affected > 0) earliestMs = checked.runAt!.getTime();
+            break;
+        }
+      }
+      return { scanned: ids.length, affected, lastId: ids.length === 0 ? null : String(ids.at(-1)), earliestMs, nowMs };
+    });
+    this.notify(result.earliestMs, result.nowMs);
+    return { scanned: result.scanned, affected: result.affected, lastId: result.lastId };
+  }
+
   async jobList(params: JobListParams): Promise<Job[]> {
-    const limit = pageSize(params.limit);
-    const afterId = afterJobId(params.afterId);
-    const states = listStates(params.states);
-    const filter = { queue: params.queue ?? null, kind: params.kind ?? null, after_id: afterId, limit };
-    return this.read(() => this.jobs.list(filter, states)).map(rowToJob);
+    const page = checkListParams(params);
+    return this.read(() => this.dashboard.list(page)).map(rowToJob);
   }
 
   async jobPruneFinished(params: JobPruneParams): Promise<number> {
@@ -400,13 +458,8 @@ export class SqliteStore implements Store {
   }
 
   async deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
-    const rows = this.jobs.deadList({
-      queue: params.queue ?? null,
-      kind: params.kind ?? null,
-      after_id: afterJobId(params.afterId),
-      limit: pageSize(params.limit),
-    });
-    return rows.map(rowToJob);
+    const page = checkDeadLetterListParams(params);
+    return this.read(() => this.dashboard.list(page)).map(rowToJob);
   }
 
   async deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
@@ -434,8 +487,11 @@ export class SqliteStore implements Store {
     return this.read(() => this.jobs.queueStats(this.clock(params.now)));
   }
 
-  async jobDueCountsByKind(params: AtTime = {}): Promise<DueKindCount[]> {
-    return this.read(() => this.jobs.dueCountsByKind(this.claims.pendingTriples(undefined), this.clock(params.now)));
+  async jobDueCountsByKind(params: DueCountsParams = {}): Promise<DueKindCount[]> {
+    const cap = params.exactUpTo === undefined ? null : checkExactUpTo(params.exactUpTo);
+    return this.read(() =>
+      this.jobs.dueCountsByKind(this.claims.pendingTriples(undefined), this.clock(params.now), cap),
+    );
   }
 
   async workerRegister(params: WorkerRegisterParams): Promise<WorkerRecord> {
