@@ -40,6 +40,8 @@ export type {
   PayloadOf,
 } from './job/job-definition.js';
 export { defineJob, JobDefinition } from './job/job-definition.js';
+export type { BulkAction, JobFilter, ListOrder, PayloadEquality } from './job/job-filter.js';
+export { BULK_ACTIONS, parsePayloadFilter } from './job/job-filter.js';
 export type { JobSpec, SubmitInput } from './job/job-spec.js';
 export { DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE, DEFAULT_RETRY_POLICY } from './job/job-spec.js';
 export type { RetryDecision } from './retry/backoff.js';
@@ -72,15 +74,26 @@ export {
 export type { OpenStoreOptions } from './store/open-store.js';
 export { openStore } from './store/open-store.js';
 export type {
+  ActivityBucket,
+  BulkBatchResult,
   CancelOutcome,
   CompleteOutcome,
   DeadLetterListParams,
   DeadLetterPurgeParams,
+  DueCountsParams,
   DueKindCount,
   FailOutcome,
+  JobActivityParams,
+  JobBulkApplyParams,
+  JobCountParams,
   JobLease,
   JobListParams,
   KindFilter,
+  ListPageParams,
+  MatchCount,
+  QueueCountField,
+  QueueCounts,
+  QueueCountsParams,
   QueueNameParams,
   QueueState,
   QueueStats,

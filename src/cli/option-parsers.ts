@@ -6,7 +6,9 @@
  * "invalid --limit: limit: <reason>": the reason the library and the HTTP API give. Exit 2.
  */
 import { InvalidArgumentError } from '@commander-js/extra-typings';
+import { parseInstant } from '../job/instant.js';
 import type { JobState, JsonValue } from '../job/job.js';
+import { type ListOrder, listOrder, type PayloadEquality, parsePayloadFilter } from '../job/job-filter.js';
 import { afterJobId, jobId, listStates, listText, numberText, pageSize, purgeIds } from '../job/list-params.js';
 
 /** A parser for a whole number in [min, max]. */
@@ -83,3 +85,17 @@ export function limitFlag(value: string): number {
 export function collectJobIds(value: string, previous: string[] | undefined): string[] {
   return purgeIds([...(previous ?? []), ...listText(value)]) ?? [];
 }
+
+/**
+ * The job-filter flags of `jobs list` and `dead list` (--id-from, --id-to, --run-at-from,
+ * --run-at-to, --payload, --order), each read by the one filter parser the library and the HTTP
+ * API call (src/job/job-filter.ts), so a refusal gives the same reason on every face.
+ */
+export const filterFlags = {
+  idFrom: (value: string): string => jobId(value, 'idFrom'),
+  idTo: (value: string): string => jobId(value, 'idTo'),
+  runAtFrom: (value: string): Date => parseInstant('runAtFrom', instantText(value)),
+  runAtTo: (value: string): Date => parseInstant('runAtTo', instantText(value)),
+  payload: (value: string): PayloadEquality => parsePayloadFilter(value),
+  order: (value: string): ListOrder => listOrder(value),
+};

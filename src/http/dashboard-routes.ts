@@ -337,7 +337,7 @@ export function dashboardOpenApi(): { paths: Record<string, unknown>; schemas: R
   const estimated = {
     type: 'array',
     items: { type: 'string', enum: ['scheduled', 'available', 'running', 'unhandled', 'done', 'cancelled', 'dead'] },
-    description: 'Fields whose value is an estimate (the planner’s, past 10,000).',
+    description: 'Fields whose value is an estimate (past 1,000 per queue and state).',
   };
   const filterSchemaJson = {
     type: 'object',

@@ -149,3 +149,19 @@ export class SubmitUnconfirmedError extends DocketError {
     this.jobIds = jobIds;
   }
 }
+
+/**
+ * A batch call (heartbeats, completions) that reached only some of its databases: a sharded store
+ * throws it when a shard could not be reached. `results` holds, in input order, the answers of the
+ * shards that answered and `undefined` for the items whose shard did not; `cause` is that shard's
+ * connection error. A caller may apply the known answers and retry the unknown ones, so one shard's
+ * outage does not cost the other shards' jobs their leases.
+ */
+export class PartialBatchError<T> extends DocketError {
+  readonly results: readonly (T | undefined)[];
+
+  constructor(message: string, results: readonly (T | undefined)[], cause: unknown) {
+    super('partial_batch', message, { cause });
+    this.results = results;
+  }
+}

@@ -177,8 +177,8 @@ export function latenessBucketSql(latenessMs: string): string {
 /** One aggregated activity row as either store returns it (counts may arrive as text). */
 export interface ActivityRow {
   bucket: number | string;
-  /** `completed` (with a lateness bucket, or null when the start is unknown) or `failed`. */
-  what: 'completed' | 'failed';
+  /** `completed` (with a lateness bucket, or null when the start is unknown), `failed`, or `cancelled` (not charted). */
+  what: 'completed' | 'failed' | 'cancelled';
   lateness_bucket: number | string | null;
   n: number | string;
 }
@@ -195,6 +195,8 @@ export function activityBuckets(window: CheckedActivity, rows: readonly Activity
     const bucket = buckets[Number(row.bucket)];
     if (!bucket) continue;
     const n = Number(row.n);
+    // Cancelled rows come from the same index range as completions; the charts leave them out.
+    if (row.what === 'cancelled') continue;
     if (row.what === 'failed') {
       bucket.failed += n;
       continue;

@@ -9,6 +9,7 @@
  */
 import type { Clock, ClockTimer } from '../clock/clock.js';
 import { sleep, systemClock } from '../clock/clock.js';
+import { PartialBatchError } from '../job/errors.js';
 import type { CompleteOutcome, JobLease, Store } from '../store/store.js';
 
 /** What became of one completion: the store's answer, or `abandoned` when it was never written. */
@@ -136,8 +137,19 @@ export class JobCompleter {
     } catch (error) {
       this.options.onError(error);
       this.failures += 1;
+      let unanswered = batch;
+      if (error instanceof PartialBatchError) {
+        // Part of the batch was answered (a sharded store with one shard down): those are settled.
+        const results = error.results as (CompleteOutcome | undefined)[];
+        unanswered = batch.filter((item, index) => {
+          const outcome = results[index];
+          if (outcome === undefined) return true;
+          item.resolve(outcome);
+          return false;
+        });
+      }
       // Back to the front of the queue, to be retried while their leases are still held.
-      this.pending.unshift(...batch);
+      this.pending.unshift(...unanswered);
       const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failures - 1));
       if (!this.retryTimer) {
         this.retryTimer = this.clock.setTimeout(

@@ -12,6 +12,7 @@
  */
 import type { Clock, ClockTimer } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
+import { PartialBatchError } from '../job/errors.js';
 import type { JobLease, Store } from '../store/store.js';
 
 /** Why a lease was given up. */
@@ -168,26 +169,36 @@ export class LeaseRenewer {
           this.events.onError(error);
           // Keep trying well inside the lease: a brief outage must not cost healthy jobs their leases.
           nextDelayMs = Math.max(10, Math.min(this.intervalMs, Math.floor(this.leaseMs / 10)));
+          // Part of the batch answered (a sharded store with one shard down): those answers count.
+          if (error instanceof PartialBatchError)
+            this.apply(chunk, error.results as (Date | null | undefined)[], sentAt);
           this.expireUnconfirmed();
           continue;
         }
-        chunk.forEach((entry, index) => {
-          const key = LeaseRenewer.key(entry.lease);
-          // The job may have finished while the heartbeat was in flight; it is no longer ours to judge.
-          if (this.held.get(key) !== entry) return;
-          if (results[index]) {
-            entry.confirmedUntil = sentAt + this.leaseMs;
-          } else {
-            this.held.delete(key);
-            this.events.onLost(entry.lease, 'heartbeat_refused');
-          }
-        });
+        this.apply(chunk, results, sentAt);
       }
     } catch (error) {
       this.events.onError(error);
     } finally {
       this.schedule(nextDelayMs);
     }
+  }
+
+  /** Applies heartbeat answers; `undefined` (its database did not answer) leaves the entry unconfirmed. */
+  private apply(chunk: readonly HeldLease[], results: readonly (Date | null | undefined)[], sentAt: number): void {
+    chunk.forEach((entry, index) => {
+      const key = LeaseRenewer.key(entry.lease);
+      // The job may have finished while the heartbeat was in flight; it is no longer ours to judge.
+      if (this.held.get(key) !== entry) return;
+      const result = results[index];
+      if (result === undefined) return;
+      if (result) {
+        entry.confirmedUntil = sentAt + this.leaseMs;
+      } else {
+        this.held.delete(key);
+        this.events.onLost(entry.lease, 'heartbeat_refused');
+      }
+    });
   }
 
   private expireUnconfirmed(): void {

@@ -40,10 +40,20 @@ describe.each(['sqlite', 'postgres'] as const)('records on %s: library, HTTP and
    * fields HTTP leaves out on purpose (a job's fencing token belongs to the worker holding its
    * lease; src/http/job-routes.ts jobJson).
    */
-  function expectSameRecord(library: unknown, http: unknown, cli: unknown, httpOmits: string[] = []): void {
+  /**
+   * `httpAdds`: fields HTTP derives for the dashboard and no stored record has (a schedule's
+   * `upcoming` slots, computed from its cron); checked by the test itself, not compared.
+   */
+  function expectSameRecord(
+    library: unknown,
+    http: unknown,
+    cli: unknown,
+    httpOmits: string[] = [],
+    httpAdds: string[] = [],
+  ): void {
     const keys = Object.keys(library as object).sort();
     const differences = (other: unknown, omitted: string[]) => {
-      const otherKeys = Object.keys(other as object);
+      const otherKeys = Object.keys(other as object).filter((key) => other !== http || !httpAdds.includes(key));
       return {
         missing: keys.filter((key) => !otherKeys.includes(key) && !omitted.includes(key)),
         extra: otherKeys.filter((key) => !keys.includes(key) || omitted.includes(key)),
@@ -117,7 +127,12 @@ describe.each(['sqlite', 'postgres'] as const)('records on %s: library, HTTP and
     const library = asJson(await docket.getSchedule(schedule.id));
     const http = await api.call('GET', `/v1/schedules/${schedule.id}`);
     expect(http.status).toBe(200);
-    expectSameRecord(library, http.body, await cliJson(['schedules', 'show', schedule.id]));
+    expectSameRecord(library, http.body, await cliJson(['schedules', 'show', schedule.id]), [], ['upcoming']);
+    // 03:00 in Paris is 02:00 UTC in winter and 01:00 in summer: five consecutive days at one of those.
+    const upcoming = (http.body as { upcoming: string[] }).upcoming;
+    expect(upcoming).toHaveLength(5);
+    expect(upcoming[0]).toBe((library as { nextSlotAt: string }).nextSlotAt);
+    for (const slot of upcoming) expect(['01:00:00.000Z', '02:00:00.000Z']).toContain(slot.slice(11));
     expectSameRecord(
       (library as { job: unknown }).job,
       (http.body as { job: unknown }).job,

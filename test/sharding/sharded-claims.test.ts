@@ -37,7 +37,9 @@ describe('sharded claims', () => {
     await assertPostgresReachable();
     await acquireShardClusters();
     store = await ShardedStore.open(SHARD_CLUSTER_PORTS.map((port) => shardSchemaUrl(port, schema)));
-    direct = await Promise.all(SHARD_CLUSTER_PORTS.map((port) => PostgresStore.open(shardClusterUrl(port), { schema })));
+    direct = await Promise.all(
+      SHARD_CLUSTER_PORTS.map((port) => PostgresStore.open(shardClusterUrl(port), { schema })),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -104,9 +106,15 @@ describe('sharded claims', () => {
       await unlock();
     }
     // The late claim commits on shard 1 and its job waits, leased, in the surplus.
-    await expect.poll(async () => (await direct[1]!.jobGet({ id: late!.id }))?.state, { timeout: 5000 }).toBe('running');
+    await expect
+      .poll(async () => (await direct[1]!.jobGet({ id: late!.id }))?.state, { timeout: 5000 })
+      .toBe('running');
     await other.close();
-    expect(await direct[1]!.jobGet({ id: late!.id })).toMatchObject({ state: 'pending', attempts: 0, leaseUntil: null });
+    expect(await direct[1]!.jobGet({ id: late!.id })).toMatchObject({
+      state: 'pending',
+      attempts: 0,
+      leaseUntil: null,
+    });
   }, 30_000);
 
   it('claims a shard holding one due job in the same claim as a busy shard', async () => {

@@ -199,13 +199,63 @@ describe('sharded store', () => {
       // None lost, none twice, and every job is done in its store.
       const all = [...before.map((result) => result.id), ...during];
       expect(all.filter((id) => done.get(id) !== 1)).toEqual([]);
-      const states = await Promise.all(all.map(async (id) => (await docket.getJob(id))?.state));
-      expect(states.every((state) => state === 'done')).toBe(true);
+      // Completions are written just after the handlers return (batched): poll for them.
+      await expect
+        .poll(
+          async () =>
+            (await Promise.all(all.map(async (id) => (await docket.getJob(id))?.state))).every(
+              (state) => state === 'done',
+            ),
+          { timeout: 10_000 },
+        )
+        .toBe(true);
     } finally {
       await worker.stop();
       await docket.close();
     }
   }, 90_000);
+
+  it("keeps the other shards' leases alive while one shard is down: their long handlers finish, none aborted", async () => {
+    await startCluster(SPARE_SHARD_PORT);
+    const schema = freshSchema();
+    const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];
+    for (const port of ports) schemas.push({ port, schema });
+    const docket = await Docket.open({
+      shards: ports.map((port) => shardSchemaUrl(port, schema)),
+      connectTimeoutMs: 1000,
+      connectAttemptTimeoutMs: 1000,
+      statementTimeoutMs: 2000,
+    });
+    const started = new Set<string>();
+    const finished = new Map<string, number>();
+    const aborted: string[] = [];
+    docket.handle('long', async (_payload, ctx) => {
+      started.add(ctx.jobId);
+      // Longer than the lease: only heartbeats keep it.
+      await new Promise((resolve) => setTimeout(resolve, 4500));
+      if (ctx.signal.aborted) aborted.push(ctx.jobId);
+      else finished.set(ctx.jobId, (finished.get(ctx.jobId) ?? 0) + 1);
+    });
+    // One batch of heartbeats carries leases of every shard.
+    const worker = docket.worker({ pollIntervalMs: 200, leaseMs: 2000, heartbeatIntervalMs: 500, concurrency: 6 });
+    try {
+      const jobs = await docket.submitMany(Array.from({ length: 6 }, (_, i) => ({ kind: 'long', payload: { i } })));
+      await worker.start();
+      await expect.poll(() => started.size, { timeout: 10_000 }).toBe(6);
+      stopCluster(SPARE_SHARD_PORT, 'fast');
+      const healthy = jobs.map((job) => job.id).filter((id) => shardNumberOfId(id) !== 2);
+      await expect.poll(() => healthy.filter((id) => finished.has(id)).length, { timeout: 15_000 }).toBe(4);
+      expect(aborted.filter((id) => healthy.includes(id))).toEqual([]);
+      // The completions are written after the handlers return (batched), while the shard is still down.
+      for (const id of healthy) {
+        await expect.poll(async () => (await docket.getJob(id))?.state, { timeout: 10_000 }).toBe('done');
+      }
+    } finally {
+      await worker.stop();
+      await docket.close();
+      await startCluster(SPARE_SHARD_PORT);
+    }
+  }, 60_000);
 
   it('adds a fourth shard under load: new jobs spread over four, existing ids keep their shard, none lost', async () => {
     await startCluster(SPARE_SHARD_PORT);
@@ -251,7 +301,9 @@ describe('sharded store', () => {
       const all = [...submitted, ...added.map((result) => result.id)];
       await expect.poll(() => all.filter((id) => done.has(id)).length, { timeout: 30_000 }).toBe(all.length);
       expect(all.filter((id) => done.get(id) !== 1)).toEqual([]);
-      for (const id of submitted.slice(0, 10)) expect((await grown.getJob(id))?.state).toBe('done');
+      for (const id of submitted.slice(0, 10)) {
+        await expect.poll(async () => (await grown!.getJob(id))?.state, { timeout: 10_000 }).toBe('done');
+      }
     } finally {
       stopLoad = true;
       await load.catch(() => undefined);
@@ -280,6 +332,9 @@ describe('sharded store', () => {
       for (const id of scheduleIds.slice(0, 2)) {
         await docket.schedule({ id, cron: '0 3 * * *', job: { kind: 'drain' } });
       }
+      const migrated = await runDocketInProcess(['migrate', ...flag]);
+      expect(migrated.code, describeRun(migrated)).toBe(0);
+      expect(migrated.stdout).toMatch(/^3 shards up to date/);
       const listed = await runDocketInProcess(['shards', 'list', '--json', ...flag]);
       expect(listed.code, describeRun(listed)).toBe(0);
       expect((JSON.parse(listed.stdout) as { number: number; live: number }[]).map((row) => row.live)).toEqual([

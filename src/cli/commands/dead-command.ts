@@ -3,7 +3,7 @@ import { Argument, Command } from '@commander-js/extra-typings';
 import { parseInstant } from '../../job/instant.js';
 import { failure, usageError } from '../cli-error.js';
 import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
-import { afterFlag, collectJobIds, instantText, jobIdArgument, limitFlag } from '../option-parsers.js';
+import { afterFlag, collectJobIds, filterFlags, instantText, jobIdArgument, limitFlag } from '../option-parsers.js';
 import { formatInstant, formatTable, printJson, printLine } from '../output.js';
 
 /** Builds the `dead` command group. */
@@ -16,7 +16,13 @@ export function deadCommand() {
     .option('--queue <name>', 'only this queue')
     .option('--kind <kind>', 'only this kind')
     .option('--limit <n>', 'at most n jobs, 1 to 1000 (default 100)', limitFlag)
-    .option('--after <id>', 'only ids greater than this job id', afterFlag)
+    .option('--after <id>', 'only jobs after this id in the list order', afterFlag)
+    .option('--id-from <id>', 'only ids from this one (inclusive)', filterFlags.idFrom)
+    .option('--id-to <id>', 'only ids up to this one (inclusive)', filterFlags.idTo)
+    .option('--run-at-from <instant>', 'only run-at from this instant (RFC 3339 or epoch ms)', filterFlags.runAtFrom)
+    .option('--run-at-to <instant>', 'only run-at before this instant', filterFlags.runAtTo)
+    .option('--payload <filter>', 'one payload equality, e.g. "payload.customerId = 42"', filterFlags.payload)
+    .option('--order <order>', 'asc (default, oldest first) or desc', filterFlags.order)
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
@@ -26,6 +32,12 @@ export function deadCommand() {
           kind: options.kind,
           limit: options.limit,
           afterId: options.after,
+          idFrom: options.idFrom,
+          idTo: options.idTo,
+          runAtFrom: options.runAtFrom,
+          runAtTo: options.runAtTo,
+          payload: options.payload,
+          order: options.order,
         }),
       );
       if (options.json) printJson(list);

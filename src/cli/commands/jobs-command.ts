@@ -2,7 +2,7 @@
 import { Argument, Command } from '@commander-js/extra-typings';
 import { failure } from '../cli-error.js';
 import { databaseOption, jsonOption, type StoreFlags, withDocket } from '../open-cli-docket.js';
-import { afterFlag, jobIdArgument, limitFlag, statesFlag } from '../option-parsers.js';
+import { afterFlag, filterFlags, jobIdArgument, limitFlag, statesFlag } from '../option-parsers.js';
 import { formatJob, formatTable, JOB_TABLE_HEADERS, jobRow, printJson, printLine } from '../output.js';
 
 /** Builds the `jobs` command group. */
@@ -16,7 +16,13 @@ export function jobsCommand() {
     .option('--queue <name>', 'only this queue')
     .option('--kind <kind>', 'only this kind')
     .option('--limit <n>', 'at most n jobs, 1 to 1000 (default 100)', limitFlag)
-    .option('--after <id>', 'only ids greater than this job id', afterFlag)
+    .option('--after <id>', 'only jobs after this id in the list order', afterFlag)
+    .option('--id-from <id>', 'only ids from this one (inclusive)', filterFlags.idFrom)
+    .option('--id-to <id>', 'only ids up to this one (inclusive)', filterFlags.idTo)
+    .option('--run-at-from <instant>', 'only run-at from this instant (RFC 3339 or epoch ms)', filterFlags.runAtFrom)
+    .option('--run-at-to <instant>', 'only run-at before this instant', filterFlags.runAtTo)
+    .option('--payload <filter>', 'one payload equality, e.g. "payload.customerId = 42"', filterFlags.payload)
+    .option('--order <order>', 'asc (default, oldest first) or desc', filterFlags.order)
     .addOption(databaseOption())
     .addOption(jsonOption())
     .action(async (options) => {
@@ -27,6 +33,12 @@ export function jobsCommand() {
           kind: options.kind,
           limit: options.limit,
           afterId: options.after,
+          idFrom: options.idFrom,
+          idTo: options.idTo,
+          runAtFrom: options.runAtFrom,
+          runAtTo: options.runAtTo,
+          payload: options.payload,
+          order: options.order,
         }),
       );
       if (options.json) printJson(list);

@@ -264,13 +264,16 @@ export class PostgresDashboardQueries {
       `floor((extract(epoch FROM ${column}) * 1000 - $1::double precision) / $3::double precision)::int`;
     const lateness = `(extract(epoch FROM (j.started_at - j.run_at)) * 1000)`;
     const sql = `
-      SELECT ${bucketOf('j.finished_at')} AS bucket, 'completed' AS what,
-             CASE WHEN j.started_at IS NULL THEN NULL ELSE ${latenessBucketSql(lateness)} END AS lateness_bucket,
+      SELECT ${bucketOf('j.finished_at')} AS bucket,
+             CASE WHEN j.state = 'done' THEN 'completed' ELSE 'cancelled' END AS what,
+             CASE WHEN j.state = 'done' AND j.started_at IS NOT NULL THEN ${latenessBucketSql(lateness)} END AS lateness_bucket,
              count(*) AS n
       FROM ${this.jobs} j
-      WHERE j.state IN ('done', 'cancelled') AND j.state = 'done'
+      -- Exactly jobs_finished_idx's predicate and range, no state equality: with one, the planner
+      -- may walk the (state, queue, id) index over every done row instead of the window's range.
+      WHERE j.state IN ('done', 'cancelled')
         AND j.finished_at >= to_timestamp($1::double precision / 1000) AND j.finished_at < to_timestamp($2::double precision / 1000)
-      GROUP BY 1, 3
+      GROUP BY 1, 2, 3
       UNION ALL
       SELECT ${bucketOf('d.parked_at')}, 'failed', NULL, count(*)
       FROM ${this.dead} d

@@ -22,7 +22,7 @@
 import pg from 'pg';
 import type { Clock, ClockTimer } from '../../clock/clock.js';
 import { systemClock } from '../../clock/clock.js';
-import { ConfigurationError, DocketError, IdempotencyConflictError } from '../../job/errors.js';
+import { ConfigurationError, DocketError, IdempotencyConflictError, PartialBatchError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import type { ListOrder } from '../../job/job-filter.js';
 import type { JobSpec } from '../../job/job-spec.js';
@@ -865,14 +865,19 @@ export class ShardedStore implements Store, ShardAdmin {
     );
   }
 
-  /** Sends each shard its own leases in one call, answers in input order; leases of no listed shard answer `unknown`. */
+  /**
+   * Sends each shard its own leases in one call, answers in input order; leases of no listed
+   * shard answer `unknown`. When some shards answered and the others lost their connection, the
+   * answers given are not thrown away: a {@link PartialBatchError} carries them (undefined for the
+   * unreachable shards' leases), so the worker keeps the other shards' leases and completions.
+   */
   private async splitLeases<T>(
     leases: readonly JobLease[],
     unknown: T,
     call: (store: Store, leases: JobLease[]) => Promise<T[]>,
   ): Promise<T[]> {
     const groups = new Map<Shard, number[]>();
-    const results: T[] = leases.map(() => unknown);
+    const results: (T | undefined)[] = leases.map(() => unknown);
     for (const [index, lease] of leases.entries()) {
       const shard = this.shardOfId(lease.id);
       if (!shard) continue;
@@ -880,18 +885,31 @@ export class ShardedStore implements Store, ShardAdmin {
       group.push(index);
       groups.set(shard, group);
     }
-    await Promise.all(
+    const settled = await Promise.allSettled(
       [...groups.entries()].map(async ([shard, indexes]) => {
-        const answered = await this.onShard(shard, (store) =>
-          call(
-            store,
-            indexes.map((index) => leases[index]!),
-          ),
-        );
-        for (const [position, index] of indexes.entries()) results[index] = answered[position]!;
+        try {
+          const answered = await this.onShard(shard, (store) =>
+            call(
+              store,
+              indexes.map((index) => leases[index]!),
+            ),
+          );
+          for (const [position, index] of indexes.entries()) results[index] = answered[position]!;
+        } catch (error) {
+          for (const index of indexes) results[index] = undefined;
+          throw error;
+        }
       }),
     );
-    return results;
+    const failures = settled.filter((outcome) => outcome.status === 'rejected').map((outcome) => outcome.reason);
+    if (failures.length === 0) return results as T[];
+    const other = failures.find((error) => !this.isConnectionLoss(error));
+    if (other !== undefined || failures.length === settled.length) throw other ?? failures[0];
+    throw new PartialBatchError(
+      `${failures.length} of ${settled.length} shards could not be reached; the others answered`,
+      results,
+      failures[0],
+    );
   }
 
   async jobFail(params: JobFailParams): Promise<FailOutcome> {

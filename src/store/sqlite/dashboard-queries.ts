@@ -155,23 +155,20 @@ export class SqliteDashboardQueries {
   ): QueueCounts[] {
     const cap = checkExactUpTo(exactUpToGiven) + 1;
     const names = new Set<string>();
-    const walk = (sql: string, first: string, params: Params) => {
-      let row = this.statement(first).get(params) as { state?: string; queue: string } | undefined;
-      while (row) {
-        names.add(row.queue);
-        row = this.statement(sql).get({ ...params, ...row }) as { state?: string; queue: string } | undefined;
+    // One seek per (state, queue): `state = ? AND queue > ?` is a range SQLite always serves from
+    // the (state, queue, id) index (a row-value comparison over both columns is not).
+    const walk = (table: string, condition: string, params: Params) => {
+      const next = this.statement(
+        `SELECT queue FROM ${table} WHERE ${condition} AND queue > :queue ORDER BY queue LIMIT 1`,
+      ).pluck();
+      let queue = next.get({ ...params, queue: '' }) as string | undefined;
+      while (queue !== undefined) {
+        names.add(queue);
+        queue = next.get({ ...params, queue }) as string | undefined;
       }
     };
-    walk(
-      'SELECT state, queue FROM jobs WHERE (state, queue) > (:state, :queue) ORDER BY state, queue LIMIT 1',
-      'SELECT state, queue FROM jobs ORDER BY state, queue LIMIT 1',
-      {},
-    );
-    walk(
-      'SELECT queue FROM dead_jobs WHERE queue > :queue ORDER BY queue LIMIT 1',
-      'SELECT queue FROM dead_jobs ORDER BY queue LIMIT 1',
-      {},
-    );
+    for (const state of ['pending', 'running', 'done', 'cancelled']) walk('jobs', 'state = :state', { state });
+    walk('dead_jobs', '1 = 1', {});
     const paused = new Set(
       (this.statement('SELECT name FROM queues WHERE paused = 1').all() as { name: string }[]).map((r) => r.name),
     );
@@ -255,12 +252,13 @@ export class SqliteDashboardQueries {
   activity(params: JobActivityParams): ActivityBucket[] {
     const window = checkActivityParams(params);
     const sql = `
-      SELECT CAST((j.finished_at - :from) / :bucket AS INTEGER) AS bucket, 'completed' AS what,
-             CASE WHEN j.started_at IS NULL THEN NULL ELSE ${latenessBucketSql('(j.started_at - j.run_at)')} END AS lateness_bucket,
+      SELECT CAST((j.finished_at - :from) / :bucket AS INTEGER) AS bucket,
+             CASE WHEN j.state = 'done' THEN 'completed' ELSE 'cancelled' END AS what,
+             CASE WHEN j.state = 'done' AND j.started_at IS NOT NULL THEN ${latenessBucketSql('(j.started_at - j.run_at)')} END AS lateness_bucket,
              count(*) AS n
       FROM jobs j
-      WHERE j.state IN ('done', 'cancelled') AND j.state = 'done' AND j.finished_at >= :from AND j.finished_at < :to
-      GROUP BY 1, 3
+      WHERE j.state IN ('done', 'cancelled') AND j.finished_at >= :from AND j.finished_at < :to
+      GROUP BY 1, 2, 3
       UNION ALL
       SELECT CAST((d.parked_at - :from) / :bucket AS INTEGER), 'failed', NULL, count(*)
       FROM dead_jobs d WHERE d.parked_at >= :from AND d.parked_at < :to
