@@ -4,12 +4,13 @@
  * charts in `results/`.
  */
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProfileSummary } from './cpu-profile.js';
 import { TARGET_MS as DASHBOARD_TARGET_MS, type DashboardTiming, dashboardTable } from './dashboard-queries.js';
 import type { PgbenchResult } from './pgbench-limit.js';
 import { pgbenchSqlForReport } from './pgbench-limit.js';
+import { existingShardSection } from './shard-section.js';
 import { median, round } from './stats.js';
 import { cdfChart, spikeChart } from './svg-charts.js';
 import { type RunRecord, SPIKE_BINS } from './workloads.js';
@@ -801,6 +802,9 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
   ];
   const md = join(outDir, 'RESULTS.md');
   const json = join(outDir, 'results.json');
+  // The shard benchmark (`--shards`) writes its own section; this report keeps it as it was.
+  const shards = existsSync(md) ? existingShardSection(readFileSync(md, 'utf8')) : '';
+  if (shards) lines.push(shards, '');
   writeFileSync(md, lines.join('\n'));
   writeFileSync(json, `${JSON.stringify(bench, null, 1)}\n`);
   return [md, json, ...charts.map((name) => join(outDir, 'results', name))];

@@ -8,6 +8,7 @@
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
+ *   npm run bench -- --shards [--smoke]      the shard benchmark instead (bench/shards.ts: 1, 2, 4 CPU-capped clusters)
  *
  * Every run checks that each job ran exactly once; see workloads.ts. Exits non-zero when any run
  * lost or doubled a job (and, in smoke mode, when anything failed, errored or timed out).
@@ -76,6 +77,13 @@ const { values: args } = parseArgs({
     'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
+    shards: { type: 'boolean', default: false },
+    'shard-counts': { type: 'string' },
+    'shard-cpu': { type: 'string' },
+    'shard-jobs': { type: 'string' },
+    'shard-procs': { type: 'string' },
+    'shard-layout': { type: 'string' },
+    'shard-spike-jobs': { type: 'string' },
   },
 });
 
@@ -383,7 +391,64 @@ async function sampleWaits(database: string, during: Promise<unknown>): Promise<
   return counts;
 }
 
+/** A positive number from a flag, or a clear error naming the flag. */
+function positive(name: string, value: string | undefined, fallback: number, integer = true): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new Error(`--${name} must be a positive ${integer ? 'integer' : 'number'}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** `--shards`: the shard benchmark of bench/shards.ts, with its own sizes; nothing else runs. */
+async function shardMain(): Promise<void> {
+  rmSync(scratchDir, { recursive: true, force: true });
+  const { runShardBench, writeShardReport, summarize, SHARD_TARGETS } = await import('./shards.js');
+  const layout = args['shard-layout'] ?? 'store';
+  if (layout !== 'store' && layout !== 'independent') {
+    throw new Error(`--shard-layout must be store or independent, got ${JSON.stringify(layout)}`);
+  }
+  const counts = (args['shard-counts'] ?? (smoke ? '1,2' : '1,2,4'))
+    .split(',')
+    .map((n) => positive('shard-counts', n.trim(), 1));
+  const results = await runShardBench({
+    smoke,
+    counts,
+    cpuCores: positive('shard-cpu', args['shard-cpu'], smoke ? 0.5 : 0.1, false),
+    jobsPerShard: positive('shard-jobs', args['shard-jobs'], smoke ? 500 : 60_000),
+    procs: positive('shard-procs', args['shard-procs'], 1),
+    concurrency,
+    rounds: positive('rounds', args.rounds, smoke ? 1 : 3),
+    spikeJobs:
+      args['shard-spike-jobs'] === '0'
+        ? 0
+        : positive('shard-spike-jobs', args['shard-spike-jobs'], smoke ? 1_000 : 100_000),
+    spikeLeadMs: smoke ? 3_000 : 20_000,
+    layout,
+    capMs: smoke ? 30_000 : 180_000,
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    log,
+  });
+  const written = writeShardReport(results, outDir);
+  log(`wrote ${written.join(', ')}`);
+  for (const row of summarize(results)) {
+    const target = SHARD_TARGETS[row.shards];
+    log(
+      `shards ${row.shards}: ${Math.round(row.jobsPerSec)} jobs/s, ${Math.round(row.ratio * 100) / 100}x one shard${target ? ` (target ${target}x: ${row.ratio >= target ? 'met' : 'MISSED'})` : ''}, ${row.okRounds}/${row.rounds} rounds ok`,
+    );
+  }
+  const broken = results.drains.filter((drain) => drain.status !== 'ok');
+  if (results.spike && results.spike.status !== 'ok')
+    log(`NOT OK: spike: ${results.spike.status}: ${results.spike.problems.join('; ')}`);
+  for (const drain of broken)
+    log(`NOT OK: drain ${drain.shards} shard(s) r${drain.round}: ${drain.status}: ${drain.problems.join('; ')}`);
+  if (broken.some((drain) => drain.status === 'failed') || results.spike?.status === 'failed') process.exitCode = 1;
+  if (smoke && (broken.length > 0 || (results.spike && results.spike.status !== 'ok'))) process.exitCode = 1;
+}
+
 async function main(): Promise<void> {
+  if (args.shards) return shardMain();
   const stale = await dropAllScratchDatabases();
   if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
   const unavailable = new Map<string, string>();

@@ -121,9 +121,11 @@ export class WorkerProcess {
   static async load(
     config: SystemConfig,
     recorder: StartRecorder,
-    options: { cpuProfileDir?: string | undefined; timeoutMs?: number } = {},
+    options: { cpuProfileDir?: string | undefined; timeoutMs?: number; onForked?: (pid: number) => void } = {},
   ): Promise<WorkerProcess> {
     const worker = new WorkerProcess(recorder, options);
+    // Before it loads anything, so all of its work happens wherever the caller put it (a cgroup).
+    options.onForked?.(worker.pid);
     await worker.exchange({ type: 'load', config }, 'loaded', options.timeoutMs ?? 60_000);
     return worker;
   }
@@ -138,7 +140,7 @@ export class WorkerProcess {
     count: number,
     config: SystemConfig,
     recorder: StartRecorder,
-    options: { cpuProfileDir?: string | undefined } = {},
+    options: { cpuProfileDir?: string | undefined; onForked?: (pid: number) => void } = {},
   ): Promise<WorkerProcess[]> {
     const workers: WorkerProcess[] = [];
     try {

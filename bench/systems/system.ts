@@ -16,6 +16,7 @@ export const SYSTEM_NAMES = [
   'docket',
   'docket-sqlite',
   'docket-baseline',
+  'docket-sharded',
   'graphile-worker',
   'pg-boss',
   'bullmq',
@@ -38,6 +39,10 @@ export interface SystemConfig {
   /** BullMQ only: the Redis URL and the key prefix this run owns (flushed, nothing else). */
   redisUrl: string;
   redisPrefix: string;
+  /** docket-sharded only: one PostgreSQL URL per shard cluster. */
+  shards?: readonly string[] | undefined;
+  /** docket-sharded only: one sharded store (`store`, the default) or one Docket per cluster (`independent`). */
+  shardLayout?: 'store' | 'independent' | undefined;
 }
 
 /** One job to insert: its bench index, and a run time when it must not start at once. */
@@ -97,6 +102,8 @@ export async function loadSystem(name: SystemName): Promise<SystemModule> {
       if (name === 'docket-baseline') return module.docketBaselineSystem;
       return name === 'docket' ? module.docketSystem : module.docketSqliteSystem;
     }
+    case 'docket-sharded':
+      return (await import('./docket-sharded.js')).docketShardedSystem;
     case 'graphile-worker':
       return (await import('./graphile-worker.js')).graphileWorkerSystem;
     case 'pg-boss':

@@ -1,7 +1,9 @@
 /**
  * The benchmark harness in smoke mode, so it cannot rot: every system (Docket on PostgreSQL and
  * SQLite, graphile-worker, pg-boss, BullMQ) runs every workload at tiny sizes, each run checked for
- * exactly-once execution, and the report is written. Speed is not judged here; `npm run bench` is.
+ * exactly-once execution, and the report is written; then the shard benchmark (`--shards --smoke`:
+ * two throwaway clusters in CPU-capped cgroups, about 20 s). Speed is not judged here; `npm run
+ * bench` is.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -37,4 +39,28 @@ describe('benchmark harness (smoke mode)', () => {
     expect(report).toMatch(/docket/);
     expect(existsSync(join(outDir, 'results.json'))).toBe(true);
   }, 240_000);
+
+  it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
+    const shardDir = join(outDir, 'shards');
+    const { code, output } = await runBench(['--shards', '--smoke', '--out', shardDir]);
+    expect(code, output.slice(-4000)).toBe(0);
+    expect(output).not.toMatch(/NOT OK/);
+    const results = JSON.parse(readFileSync(join(shardDir, 'results', 'shards.json'), 'utf8')) as {
+      capCheck: { cpuShare: number; cpuCores: number }[];
+      drains: { shards: number; status: string; jobsPerShardSeen: number[] }[];
+      spike: { status: string; metrics: { early: number } } | null;
+    };
+    // The cap holds: a spinning backend got no more than its quota (one period of rounding on top).
+    for (const cap of results.capCheck) expect(cap.cpuShare).toBeLessThan(cap.cpuCores + 0.1);
+    expect(results.drains.map((drain) => [drain.shards, drain.status])).toEqual([
+      [1, 'ok'],
+      [2, 'ok'],
+    ]);
+    // Keyless submits reached both shards of the two-shard run.
+    const two = results.drains.find((drain) => drain.shards === 2);
+    expect(two?.jobsPerShardSeen.every((n) => n > 0)).toBe(true);
+    expect(results.spike?.status).toBe('ok');
+    expect(results.spike?.metrics.early).toBe(0);
+    expect(readFileSync(join(shardDir, 'RESULTS.md'), 'utf8')).toMatch(/## Shards: drain throughput/);
+  }, 120_000);
 });

@@ -10,14 +10,14 @@ import { formatScheduleSlots } from './schedule-slot-checker.js';
 export function formatFigures(result: ChaosResult): string {
   const f = result.figures;
   const lines = [
-    `store                         ${result.options.store}`,
+    `store                         ${result.options.store}${result.shardPorts ? ` (sharded over ${result.shardPorts.length} clusters: ports ${result.shardPorts.join(', ')})` : ''}`,
     `seed                          ${result.options.seed}`,
     `fault phase                   ${Math.round(result.faultPhaseMs / 1000)} s, drain ${Math.round(result.drainMs / 1000)} s (${result.drained ? 'drained' : 'NOT DRAINED'})`,
     `jobs submitted                ${f.jobsSubmitted} (done ${f.jobsDone}, parked ${f.jobsParked}: poison ${f.poisonJobsParked}, healthy ${f.healthyJobsParked} ${JSON.stringify(f.healthyParkedBy)})`,
     `handler starts                ${f.handlerStarts}`,
     `kills (kill -9)               ${f.kills} (+ ${f.poisonExits} poison-job exits)`,
     `pauses (SIGSTOP past lease)   ${f.pauses} (+ ${f.freezes} fleet freezes: every worker, 3-9 s)`,
-    `database restarts             ${f.restarts}`,
+    `database restarts             ${f.restarts}${result.shardPorts ? ' (one shard at a time: kill -9 or stop -m immediate, then start)' : ''}`,
     `connections terminated        ${f.connectionsTerminated}`,
     `ambiguous commits             ${f.ambiguousCommits}`,
     `stale results refused         ${f.staleResultsRefused} ${JSON.stringify(f.staleByOperation)}`,

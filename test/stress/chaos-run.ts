@@ -22,6 +22,14 @@
  * (the database is unavailable meanwhile) and measured: time until a write through HAProxy
  * succeeds, until the first claim on the new leader, until the cluster is healthy again.
  *
+ * Shards (`shards` option, `npm run chaos -- --shards`): the store is Docket's sharded store over
+ * three throwaway PostgreSQL clusters (bench/capped-clusters.ts, ports 5491-5493), one schema each.
+ * The nemesis's database restart becomes a shard restart: one shard's postmaster is stopped with
+ * `-m immediate` or killed with `kill -9` (with every backend, as a crashed host), held down for
+ * 0.5-4 s and started again (crash recovery), while the other shards keep serving. Terminated
+ * backends hit a random shard; ambiguous commits are cut on the first shard, through which worker 0
+ * and the producer reach it. Each shard restart is recorded as a `restart` fault.
+ *
  * Recurring jobs: before the faults start the harness creates {@link CHAOS_SCHEDULES} (every one
  * or two seconds, one per misfire policy, with and without jitter, one whose runs fail once);
  * their runs go to the same faulty workers. Once the faults stop and everything is healed, the
@@ -34,6 +42,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import type { CappedCluster } from '../../bench/capped-clusters.js';
 import { Docket } from '../../src/docket.js';
 import type { Job } from '../../src/job/job.js';
 import type { SubmitInput } from '../../src/job/job-spec.js';
@@ -127,6 +136,8 @@ export interface ChaosOptions {
   recoverySlackMs: number;
   /** Run on a Patroni cluster behind HAProxy, whose leader the nemesis kills and switches over (postgres only). */
   failover?: ChaosFailover | undefined;
+  /** Run on a sharded store over these clusters, whose shards the nemesis restarts (postgres only). */
+  shards?: { clusters: readonly CappedCluster[] } | undefined;
   log: (line: string) => void;
 }
 
@@ -187,6 +198,8 @@ export interface ChaosResult extends ChaosVerdict {
   unexpectedWorkerExits: number;
   /** One entry per failover the nemesis injected (failover runs only). */
   failovers: FailoverFigure[];
+  /** The shard clusters' ports (sharded runs only); their restarts count as database restarts. */
+  shardPorts?: number[] | undefined;
 }
 
 interface WorkerSlot {
@@ -216,6 +229,10 @@ class ChaosRun {
   private readonly respawnRandom: Random;
   private readonly dir = mkdtempSync(join(tmpdir(), 'docket-chaos-'));
   private cluster: ChaosCluster | undefined;
+  /** The shard clusters of a sharded run, as the chaos helpers address clusters (by url and port). */
+  private shardClusters: ChaosCluster[] = [];
+  /** Shard URLs for the reader, the workers other than worker 0, and the producer and worker 0. */
+  private shardUrls: { direct: string[]; worker: string[]; producer: string[] } | undefined;
   private schema: string | undefined;
   private directUrl = '';
   private workerProxy: CommitCuttingProxy | undefined;
@@ -309,10 +326,11 @@ class ChaosRun {
       removedByPause: this.removedByPause,
     });
     for (const failover of this.failovers) failover.firstClaimAfterMs = firstClaimAfter(failover, entries);
-    const { log: _log, failover: _failover, ...printable } = o;
+    const { log: _log, failover: _failover, shards: _shards, ...printable } = o;
     return {
       ...verdict,
       options: printable,
+      shardPorts: o.shards?.clusters.map((cluster) => cluster.port),
       unexpectedWorkerExits: this.unexpectedWorkerExits,
       failovers: this.failovers,
       faultPhaseMs,
@@ -326,6 +344,10 @@ class ChaosRun {
   private async setUp(): Promise<void> {
     const o = this.options;
     let workerUrl: string;
+    if (o.store === 'postgres' && o.shards) {
+      await this.setUpShards(o.shards.clusters);
+      return;
+    }
     if (o.store === 'postgres') {
       const patroni = o.failover?.cluster;
       // Through HAProxy's write port, the one URL that follows the leader; its port is the cluster's.
@@ -357,6 +379,51 @@ class ChaosRun {
     // Migrate once before anyone else opens the schema.
     this.reader = await Docket.open({ url: this.directUrl, poolSize: 2 });
     this.producer = await Docket.open({ url: this.producerUrl, poolSize: 2, random: seededRandom(o.seed + 1) });
+    this.addSlots();
+    this.workerUrlFor = (slot) => (slot.index === 0 && this.workerProxyUrl ? this.workerProxyUrl : workerUrl);
+  }
+
+  /**
+   * The sharded set-up: one schema per shard cluster; worker 0 and the producer reach the first
+   * shard through their commit-cutting proxies (the same shard order for everyone: a job's id
+   * names its shard by position).
+   */
+  private async setUpShards(clusters: readonly CappedCluster[]): Promise<void> {
+    const o = this.options;
+    this.shardClusters = clusters.map((cluster) => ({
+      version: '15',
+      name: `shard-${cluster.port}`,
+      port: cluster.port,
+      url: cluster.url(),
+      listenAddresses: [],
+      trustNetworks: [],
+      settings: {},
+    }));
+    this.schema = `chaos_${o.seed}_${Date.now().toString(36)}`;
+    const schema = this.schema;
+    const first = this.shardClusters[0];
+    if (!first) throw new Error('a sharded chaos run needs at least one shard cluster');
+    this.workerProxy = new CommitCuttingProxy('127.0.0.1', first.port);
+    this.producerProxy = new CommitCuttingProxy('127.0.0.1', first.port);
+    const workerPort = await this.workerProxy.listen();
+    const producerPort = await this.producerProxy.listen();
+    const direct = this.shardClusters.map((cluster) => `${cluster.url}?schema=${schema}`);
+    const via = (port: number) => [
+      `postgres://postgres@127.0.0.1:${port}/postgres?schema=${schema}`,
+      ...direct.slice(1),
+    ];
+    this.shardUrls = { direct, worker: via(workerPort), producer: via(producerPort) };
+    this.reader = await Docket.open({ shards: direct, poolSize: 2 });
+    this.producer = await Docket.open({
+      shards: this.shardUrls.producer,
+      poolSize: 2,
+      random: seededRandom(o.seed + 1),
+    });
+    this.addSlots();
+  }
+
+  private addSlots(): void {
+    const o = this.options;
     for (let index = 0; index < o.workers; index += 1) {
       this.slots.push({
         index,
@@ -369,7 +436,6 @@ class ChaosRun {
         stderrTail: '',
       });
     }
-    this.workerUrlFor = (slot) => (slot.index === 0 && this.workerProxyUrl ? this.workerProxyUrl : workerUrl);
   }
 
   private workerUrlFor: (slot: WorkerSlot) => string = () => '';
@@ -378,8 +444,10 @@ class ChaosRun {
     const o = this.options;
     slot.generation += 1;
     const id = `w${slot.index}g${slot.generation}`;
+    const shards = this.shardUrls && (slot.index === 0 ? this.shardUrls.worker : this.shardUrls.direct);
     const config: ChaosWorkerConfig = {
-      url: this.workerUrlFor(slot),
+      url: shards ? '' : this.workerUrlFor(slot),
+      shards,
       id,
       ledger: join(this.dir, `${id}.jsonl`),
       leaseMs: o.leaseMs,
@@ -565,35 +633,47 @@ class ChaosRun {
       return;
     }
     const postgres = o.store === 'postgres';
-    const weights: [string, number][] = o.failover
+    const weights: [string, number][] = o.shards
       ? [
-          // A single PostgreSQL's restart is replaced by the cluster's failovers.
+          // A single PostgreSQL's restart is replaced by restarts of one shard at a time.
           ['kill', 0.3],
           ['pause', 0.24],
-          ['leaderKill', 0.05],
-          ['switchover', 0.05],
+          ['shardRestart', 0.1],
           ['terminate', 0.1],
           ['cutComplete', 0.1],
           ['cutClaim', 0.05],
           ['cutSubmit', 0.1],
           ['freezeAll', 0.03],
         ]
-      : postgres
+      : o.failover
         ? [
-            ['kill', 0.32],
-            ['pause', 0.26],
-            ['restart', 0.07],
+            // A single PostgreSQL's restart is replaced by the cluster's failovers.
+            ['kill', 0.3],
+            ['pause', 0.24],
+            ['leaderKill', 0.05],
+            ['switchover', 0.05],
             ['terminate', 0.1],
             ['cutComplete', 0.1],
             ['cutClaim', 0.05],
             ['cutSubmit', 0.1],
             ['freezeAll', 0.03],
           ]
-        : [
-            ['kill', 0.55],
-            ['pause', 0.45],
-            ['freezeAll', 0.03],
-          ];
+        : postgres
+          ? [
+              ['kill', 0.32],
+              ['pause', 0.26],
+              ['restart', 0.07],
+              ['terminate', 0.1],
+              ['cutComplete', 0.1],
+              ['cutClaim', 0.05],
+              ['cutSubmit', 0.1],
+              ['freezeAll', 0.03],
+            ]
+          : [
+              ['kill', 0.55],
+              ['pause', 0.45],
+              ['freezeAll', 0.03],
+            ];
     const total = weights.reduce((sum, [, w]) => sum + w, 0);
     // One fleet freeze halfway through, whatever the draws: every run gets a stretch in which
     // no worker claims, so schedules miss slots and their misfire policies decide.
@@ -748,9 +828,35 @@ class ChaosRun {
         return;
       }
       case 'terminate': {
-        if (!cluster) return;
-        const count = await terminateBackends(cluster, 'LISTEN%', 2);
-        this.faults.push({ type: 'terminate', at: Date.now(), detail: `${count} backends` });
+        const victim = this.shardClusters.length > 0 ? this.pick(this.shardClusters) : cluster;
+        if (!victim) return;
+        const count = await terminateBackends(victim, 'LISTEN%', 2);
+        this.faults.push({ type: 'terminate', at: Date.now(), detail: `${count} backends on port ${victim.port}` });
+        return;
+      }
+      case 'shardRestart': {
+        const shards = this.options.shards?.clusters;
+        if (!shards || this.restarting) return;
+        const shard = this.pick([...shards]);
+        if (!shard) return;
+        const how = this.nemesisRandom() < 0.5 ? 'kill -9' : 'stop -m immediate';
+        const downMs = 500 + Math.floor(this.nemesisRandom() * 3500);
+        const fault: FaultEvent = { type: 'restart', at: Date.now(), detail: `shard ${shard.port}: ${how}` };
+        this.faults.push(fault);
+        this.restarting = (async () => {
+          if (how === 'kill -9') await shard.kill9();
+          else await shard.stop('immediate');
+          await new Promise((resolve) => setTimeout(resolve, downMs));
+          await shard.start();
+        })()
+          .catch((error: unknown) => {
+            this.options.log(`chaos: shard ${shard.port} restart failed: ${String(error)}`);
+          })
+          .finally(() => {
+            fault.until = Date.now();
+            this.restarting = undefined;
+          });
+        await this.restarting;
         return;
       }
       case 'cutComplete': {
@@ -911,13 +1017,14 @@ class ChaosRun {
     await this.reader?.close().catch(() => {});
     await this.workerProxy?.close().catch(() => {});
     await this.producerProxy?.close().catch(() => {});
-    if (this.cluster && this.schema && process.env.DOCKET_CHAOS_KEEP !== '1') {
-      const client = new pg.Client({ connectionString: this.cluster.url });
+    const clusters = this.cluster ? [this.cluster] : this.shardClusters;
+    for (const cluster of this.schema && process.env.DOCKET_CHAOS_KEEP !== '1' ? clusters : []) {
+      const client = new pg.Client({ connectionString: cluster.url });
       try {
         await client.connect();
         await client.query(`DROP SCHEMA IF EXISTS ${this.schema} CASCADE`);
       } catch {
-        // Best effort: a leftover schema in the chaos cluster harms nobody.
+        // Best effort: a leftover schema in a chaos cluster harms nobody.
       } finally {
         await client.end().catch(() => {});
       }

@@ -22,6 +22,8 @@ import { Docket } from '../../src/index.js';
 /** What the harness passes to a chaos worker. */
 export interface ChaosWorkerConfig {
   url: string;
+  /** A sharded store's shard URLs instead of `url`. */
+  shards?: string[] | undefined;
   id: string;
   ledger: string;
   leaseMs: number;
@@ -58,7 +60,9 @@ const record = (entry: Omit<LedgerEntry, 'w' | 'pid'>): void => {
   writeSync(ledgerFd, `${JSON.stringify({ ...entry, w: config.id, pid: process.pid })}\n`);
 };
 
-const docket = await Docket.open({ url: config.url, poolSize: 4 });
+const docket = await Docket.open(
+  config.shards ? { shards: config.shards, poolSize: 4 } : { url: config.url, poolSize: 4 },
+);
 // The claim's lease end, by the database clock: lease_until - leaseMs is the claim instant (I4).
 const claimedAt = new Map<string, number>();
 docket.events.on('claimed', ({ job }) => {

@@ -6,14 +6,21 @@
  *   npm run chaos -- --seconds 60 --store sqlite
  *   npm run chaos -- --store both
  *   npm run chaos -- --failover --minutes 10   # on a Patroni cluster: leader kills and switchovers
+ *   npm run chaos -- --shards --minutes 10     # on a sharded store over 3 clusters: shard restarts
  *
  * `--failover` starts the harness of test/failover/patroni-cluster.ts (etcd, two PostgreSQL 15
  * nodes under Patroni, HAProxy; its own ports and a temporary directory) and stops it at the end.
+ * `--shards` starts three throwaway PostgreSQL 15 clusters on ports 5491-5493 (bench/capped-clusters.ts,
+ * no CPU cap: the nemesis, not a quota, is the point here) and destroys them at the end.
  */
 import { Command } from 'commander';
+import { destroyCappedClusters, startCappedClusters } from '../../bench/capped-clusters.js';
 import { PatroniCluster } from '../failover/patroni-cluster.js';
 import { formatFigures } from './chaos-figures.js';
 import { DEFAULT_CHAOS_OPTIONS, runChaos } from './chaos-run.js';
+
+/** The sharded run's clusters: their own ports, so a shard benchmark (5481-5484) never meets them. */
+const CHAOS_SHARD_PORTS = [5491, 5492, 5493];
 
 const program = new Command()
   .name('chaos')
@@ -36,6 +43,7 @@ const program = new Command()
     String(DEFAULT_CHAOS_OPTIONS.recoverySlackMs),
   )
   .option('--failover', 'run on a Patroni cluster behind HAProxy; the nemesis kills its leader and switches it over')
+  .option('--shards', 'run on a sharded store over 3 clusters (ports 5491-5493); the nemesis restarts shards')
   .option('--json', 'print the full result as JSON too');
 program.parse();
 const args = program.opts();
@@ -56,16 +64,24 @@ if (args.failover && args.store !== 'postgres') {
   console.error('chaos: --failover needs --store postgres (the Patroni cluster is PostgreSQL)');
   process.exit(2);
 }
+if (args.shards && (args.store !== 'postgres' || args.failover)) {
+  console.error('chaos: --shards needs --store postgres and no --failover (each shard is its own cluster)');
+  process.exit(2);
+}
 
 // Ctrl-C or a kill of the harness still takes every worker process with it (chaos-run's exit hook).
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
 let failed = false;
 const patroni = args.failover ? await PatroniCluster.start((line) => console.log(line)) : undefined;
+const shardClusters = args.shards
+  ? await startCappedClusters({ ports: CHAOS_SHARD_PORTS, cpuCores: null, log: (line) => console.log(line) })
+  : undefined;
 try {
   for (const store of stores) {
     const result = await runChaos({
       failover: patroni ? { cluster: patroni } : undefined,
+      shards: shardClusters ? { clusters: shardClusters } : undefined,
       ...DEFAULT_CHAOS_OPTIONS,
       store,
       seed,
@@ -85,6 +101,7 @@ try {
   }
 } finally {
   await patroni?.stop();
+  if (shardClusters) await destroyCappedClusters(shardClusters);
 }
 console.log(`chaos: ${failed ? 'FAILED' : 'passed'} (seed ${seed})`);
 process.exit(failed ? 1 : 0);
