@@ -102,7 +102,7 @@ async function timeStore(
         {
           // The worst case the docs name: a value no row holds, so every row the other filters leave is read.
           page: 'jobs',
-          call: 'GET /v1/jobs?state=pending&queue=q2&kind=k3&payload=… (no match: scans the queue)',
+          call: 'GET /v1/jobs?state=pending&queue=q2&kind=k3&payload=… (no match: a bounded search)',
           path: `/v1/jobs?state=pending&queue=q2&kind=k3&limit=50&payload=${encodeURIComponent('payload.customerId = 42')}`,
         },
         {
