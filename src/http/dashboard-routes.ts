@@ -160,11 +160,17 @@ export interface DashboardRoutes {
   close(): Promise<void>;
 }
 
+/** How long close() waits for the live streams' loops to leave. */
+const STREAM_STOP_WAIT_MS = 2_000;
+
 /** Routes for /v1/overview, /v1/activity, /v1/jobs/{id}/detail, /v1/bulk*, /v1/events and run-now. */
 export function dashboardRoutes(docket: Docket): DashboardRoutes {
   const routes = new Hono<AppEnv>();
   const operations = new BulkOperations(docket);
   const streams = new Set<() => void>();
+  // Each stream's loop until it has left: close() waits for them, so no loop is still reading
+  // the store (an overview in flight) when the server closes it under them.
+  const loops = new Set<Promise<void>>();
   let closed = false;
 
   routes.get('/overview', requireScope('read'), async (c) => c.json(await overviewJson(docket)));
@@ -250,6 +256,11 @@ export function dashboardRoutes(docket: Docket): DashboardRoutes {
     c.header('Cache-Control', 'no-store');
     c.header('X-Accel-Buffering', 'no');
     return streamSSE(c, async (stream) => {
+      let left: () => void = () => {};
+      const loop = new Promise<void>((resolve) => {
+        left = resolve;
+      });
+      loops.add(loop);
       let ended = false;
       let wake: (() => void) | undefined;
       const end = () => {
@@ -290,9 +301,14 @@ export function dashboardRoutes(docket: Docket): DashboardRoutes {
           });
           wake = undefined;
         }
+      } catch (error) {
+        // A write to a stream the client or the server just ended is the end of it, not an error.
+        if (!ended && !closed) throw error;
       } finally {
         unsubscribe();
         streams.delete(end);
+        loops.delete(loop);
+        left();
       }
     });
   });
@@ -303,6 +319,15 @@ export function dashboardRoutes(docket: Docket): DashboardRoutes {
     close: async () => {
       closed = true;
       for (const end of [...streams]) end();
+      // Bounded: a loop blocked writing to a client that stopped reading must not hold the stop.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...loops]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, STREAM_STOP_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
       await operations.close();
     },
   };
