@@ -115,7 +115,7 @@ export const JOB_DUE_PENDING_CAPPED_COUNT = `
  * PostgreSQL: the same GROUP BY, inside one dueCountsByKind statement.
  */
 export const JOB_LAPSED_COUNTS = `
-  SELECT queue, kind, count(*) AS count FROM jobs
+  SELECT queue, kind, count(*) AS count FROM jobs INDEXED BY jobs_running_lease
   WHERE state = 'running' AND lease_until <= :now AND ${NOT_PAUSED}
   GROUP BY queue, kind`;
 
@@ -245,9 +245,13 @@ export const DEAD_GET = `SELECT * FROM dead_jobs WHERE id = :id`;
  * PostgreSQL: one DELETE of every such record, unbatched (its row locks hold up no claim of
  * other rows, unlike SQLite's file-wide write lock).
  */
+// Like the claim's lapsed-lease reads (claim-queries.ts), these name their index: without
+// statistics SQLite would seek `state` in the dashboard's (state, queue, id) index and walk every
+// finished (or running) row, where jobs_finished reads only the old ones and jobs_running_lease
+// hands out the earliest lease end first.
 export const JOB_PRUNE_BATCH = `
   DELETE FROM jobs WHERE id IN (
-    SELECT id FROM jobs
+    SELECT id FROM jobs INDEXED BY jobs_finished
     WHERE state IN ('done', 'cancelled') AND finished_at < :before
     LIMIT :limit)`;
 
@@ -267,7 +271,7 @@ export const JOB_FIRST_PENDING_RUN_AT = `
  * (JSON array). Result: { lease_until } or nothing.
  */
 export const JOB_NEXT_LEASE_END = `
-  SELECT lease_until FROM jobs
+  SELECT lease_until FROM jobs INDEXED BY jobs_running_lease
   WHERE state = 'running' AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
     AND ${NOT_PAUSED} AND ${KIND_ALLOWED}
   ORDER BY lease_until LIMIT 1`;
