@@ -48,11 +48,12 @@ export function serveCommand() {
       config,
       setup: handlers === undefined ? undefined : (docket) => loadHandlers(docket, handlers),
     });
-    const dashboard =
-      config.dashboardPath === false
-        ? ''
-        : `; dashboard at ${server.url}${config.dashboardPath === '/' ? '/' : `${config.dashboardPath}/`}`;
-    process.stderr.write(`docket: serving on ${server.url}${dashboard} (SIGTERM or Ctrl-C stops it)\n`);
+    // The first line keeps its shape ("serving on URL (…)"): scripts and supervisors read the URL from it.
+    process.stderr.write(`docket: serving on ${server.url} (SIGTERM or Ctrl-C stops it)\n`);
+    if (config.dashboardPath !== false) {
+      const path = config.dashboardPath === '/' ? '/' : `${config.dashboardPath}/`;
+      process.stderr.write(`docket: dashboard at ${server.url}${path}\n`);
+    }
     await stopRequested;
     await server.close();
   });
