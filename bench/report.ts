@@ -114,6 +114,9 @@ function paramSets(bench: BenchResults, workload: string, keys: string[]): Param
   return [...seen.values()];
 }
 
+/** The raw-SQL reference drain's label (bench/systems/raw-sql.ts). */
+const RAW_SQL = 'raw-sql';
+
 /** Docket on PostgreSQL, in either configuration (not `docket-sqlite`). */
 function isDocket(label: string): boolean {
   return label === 'docket' || label.startsWith('docket (');
@@ -159,6 +162,11 @@ function drainSection(bench: BenchResults, targets: Target[]): string[] {
     }),
   ]);
   out.push(table(header, rows), '');
+  if (pgLabels.includes(RAW_SQL))
+    out.push(
+      `${RAW_SQL} is the reference, not a scheduler: a worker written with \`pg\` straight against Docket's own tables (claim 500 due rows with FOR UPDATE SKIP LOCKED, run ${String(bench.options.concurrency)} at once, finish in batches with a fenced update on id, token and owner; bench/systems/raw-sql.ts). Docket ÷ ${RAW_SQL} is the share of the database's reachable drain speed Docket keeps.`,
+      '',
+    );
   if (pgLabels.includes(DOCKET)) {
     out.push(`${DOCKET} ÷ peer (drain jobs/s; above 1 means Docket is faster):`, '');
     const peers = pgLabels.filter((label) => !isDocket(label));
@@ -192,6 +200,15 @@ function drainSection(bench: BenchResults, targets: Target[]): string[] {
           `Docket ${fmt(d)}/s vs ${fmt(bull)}/s = ${Number.isFinite(d / bull) ? round(d / bull) : '—'}×`,
         ),
       );
+      const raw = cell(runsOf(bench, 'drain', RAW_SQL, p), 'jobsPerSec').value;
+      if (pgLabels.includes(RAW_SQL))
+        targets.push(
+          check(
+            `Drain ≥ 60 % of the raw-SQL reference (${where})`,
+            Number.isFinite(d) && Number.isFinite(raw) ? d >= 0.6 * raw : null,
+            `Docket ${fmt(d)}/s vs ${fmt(raw)}/s = ${Number.isFinite(d / raw) ? `${Math.round((100 * d) / raw)} %` : '—'}`,
+          ),
+        );
     }
     const big = sets.find((p) => p.jobs === Math.max(...sets.map((s) => Number(s.jobs))));
     if (big) {
@@ -202,6 +219,92 @@ function drainSection(bench: BenchResults, targets: Target[]): string[] {
         check(`Peak RSS during the ${big.jobs}-job drain, every system (${big.procs} proc)`, null, rss.join('; ')),
       );
     }
+  }
+  return out;
+}
+
+/** A drain cell that still shows the rate a timed-out run reached (a cliff is the point here). */
+function showDrain(runs: RunRecord[]): string {
+  const c = cell(runs, 'jobsPerSec');
+  if (c.ok > 0 || c.total === 0) return show(c);
+  const timedOut = runs.filter((run) => run.status === 'timeout');
+  if (timedOut.length === 0) return show(c);
+  const rate = median(timedOut.map((run) => run.metrics.jobsPerSec ?? Number.NaN));
+  return `timeout (${fmt(rate)}/s reached, ${timedOut.length}/${c.total})`;
+}
+
+function ratioText(a: number, b: number, percent = false): string {
+  if (!(Number.isFinite(a) && Number.isFinite(b) && b > 0)) return '—';
+  return percent ? `${Math.round((100 * a) / b)} %` : `${round(a / b)}×`;
+}
+
+function backlogSection(bench: BenchResults, targets: Target[]): string[] {
+  const sets = paramSets(bench, 'backlog', ['jobs', 'procs']);
+  const names = labels(bench, 'backlog');
+  if (sets.length === 0) return [];
+  const out = ['## 1b. Backlog drains: default configuration against tuned', ''];
+  out.push(
+    "A backlog queued before any worker runs (each size inserted through the system's batch API, then one worker process started), as a user's backfill meets a default worker. Jobs/s from the first handler start until nothing is due; a run that did not finish within its cap shows the rate it reached. The largest size runs Docket and the raw-SQL reference only.",
+    '',
+  );
+  out.push(
+    table(
+      ['system', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')} jobs/s`)],
+      names.map((label) => [label, ...sets.map((p) => showDrain(runsOf(bench, 'backlog', label, p)))]),
+    ),
+    '',
+  );
+  const rate = (label: string, p: Params) => cell(runsOf(bench, 'backlog', label, p), 'jobsPerSec').value;
+  const ratios: [string, string, string, boolean][] = [
+    ['docket (default) ÷ docket (tuned)', 'docket (default)', 'docket (tuned)', true],
+    ['docket (default) ÷ graphile-worker (default)', 'docket (default)', 'graphile-worker (default)', false],
+    ['docket (tuned) ÷ graphile-worker (tuned)', 'docket (tuned)', 'graphile-worker (tuned)', false],
+    [`docket (tuned) ÷ ${RAW_SQL}`, 'docket (tuned)', RAW_SQL, true],
+    [`docket (default) ÷ ${RAW_SQL}`, 'docket (default)', RAW_SQL, true],
+  ];
+  out.push(
+    table(
+      ['ratio (medians)', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')}`)],
+      ratios.map(([name, a, b, percent]) => [name, ...sets.map((p) => ratioText(rate(a, p), rate(b, p), percent))]),
+    ),
+    '',
+  );
+  for (const p of sets) {
+    const where = `${Number(p.jobs).toLocaleString('en-US')}-job backlog`;
+    const d = rate('docket (default)', p);
+    const t = rate('docket (tuned)', p);
+    const gwd = rate('graphile-worker (default)', p);
+    const gwt = rate('graphile-worker (tuned)', p);
+    const raw = rate(RAW_SQL, p);
+    const known = (...values: number[]) => values.every(Number.isFinite);
+    targets.push(
+      check(`Default drain ≥ 90 % of tuned (${where})`, known(d, t) ? d >= 0.9 * t : null, ratioText(d, t, true)),
+    );
+    if (names.includes('graphile-worker (default)'))
+      targets.push(
+        check(
+          `Default drain ≥ 10× graphile-worker default (${where})`,
+          known(d, gwd) ? d >= 10 * gwd : null,
+          `${fmt(d)}/s vs ${fmt(gwd)}/s = ${ratioText(d, gwd)}`,
+        ),
+      );
+    const factor = Number(p.jobs) >= 100_000 ? 2 : 1.5;
+    if (names.includes('graphile-worker (tuned)'))
+      targets.push(
+        check(
+          `Tuned drain ≥ ${factor}× graphile-worker tuned (${where})`,
+          known(t, gwt) ? t >= factor * gwt : null,
+          `${fmt(t)}/s vs ${fmt(gwt)}/s = ${ratioText(t, gwt)}`,
+        ),
+      );
+    if (names.includes(RAW_SQL))
+      targets.push(
+        check(
+          `Tuned drain ≥ 60 % of the raw-SQL reference (${where})`,
+          known(t, raw) ? t >= 0.6 * raw : null,
+          `${fmt(t)}/s vs ${fmt(raw)}/s = ${ratioText(t, raw, true)}`,
+        ),
+      );
   }
   return out;
 }
@@ -716,6 +819,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
   const m = bench.machine;
   const body = [
     ...drainSection(bench, targets),
+    ...backlogSection(bench, targets),
     ...streamSection(bench, outDir, charts, targets),
     ...spikeSection(bench, outDir, charts, targets),
     ...largeSection(bench, outDir, charts, targets),

@@ -4,7 +4,8 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit single-submit memory)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog stream spike large limit sqlite submit single-submit memory)
+ *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
@@ -48,6 +49,7 @@ import {
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const WORKLOADS = [
   'drain',
+  'backlog',
   'stream',
   'spike',
   'large',
@@ -71,6 +73,8 @@ const { values: args } = parseArgs({
     'memory-minutes': { type: 'string' },
     'drain-jobs': { type: 'string' },
     'drain-cap-seconds': { type: 'string' },
+    'backlog-jobs': { type: 'string' },
+    'backlog-cap-seconds': { type: 'string' },
     'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
@@ -81,7 +85,8 @@ const smoke = args.smoke ?? false;
 const only = new Set<Workload>(
   args.only
     ? (args.only.split(',').map((name) => name.trim()) as Workload[])
-    : WORKLOADS.filter((w) => !smoke || w !== 'memory'),
+    : // Smoke mode leaves out the long ones; backlog is the drain's code path at other sizes.
+      WORKLOADS.filter((w) => !smoke || (w !== 'memory' && w !== 'backlog')),
 );
 for (const name of only)
   if (!WORKLOADS.includes(name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.join(', ')}`);
@@ -96,6 +101,8 @@ const SIZES = smoke
       drainJobs: [300],
       drainProcs: [1],
       drainCapMs: 15_000,
+      backlogJobs: [300, 1_000],
+      backlogCapMs: 15_000,
       streamRates: [200],
       streamMs: 1_000,
       spikeJobs: 300,
@@ -116,6 +123,8 @@ const SIZES = smoke
       drainJobs: [20_000, 100_000],
       drainProcs: [1, 2],
       drainCapMs: 120_000,
+      backlogJobs: [20_000, 100_000, 1_000_000],
+      backlogCapMs: 300_000,
       streamRates: [200, 1_000, 5_000],
       streamMs: 10_000,
       spikeJobs: 10_000,
@@ -135,6 +144,8 @@ const SIZES = smoke
 
 if (args['drain-jobs']) SIZES.drainJobs = args['drain-jobs'].split(',').map(Number);
 if (args['drain-cap-seconds']) SIZES.drainCapMs = Number(args['drain-cap-seconds']) * 1000;
+if (args['backlog-jobs']) SIZES.backlogJobs = args['backlog-jobs'].split(',').map(Number);
+if (args['backlog-cap-seconds']) SIZES.backlogCapMs = Number(args['backlog-cap-seconds']) * 1000;
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
 const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
@@ -228,11 +239,11 @@ async function alternate(
 }
 
 /** The first timed-out (or failed) drain of a contender at a smaller size predicts the larger one. */
-function drainSkip(results: RunRecord[], capMs: number, n: number, procs: number) {
+function drainSkip(results: RunRecord[], capMs: number, n: number, procs: number, workload = 'drain') {
   return (contender: Contender): string | null => {
     const earlier = results.filter(
       (run) =>
-        run.workload === 'drain' &&
+        run.workload === workload &&
         run.label === contender.label &&
         run.params.procs === procs &&
         Number(run.params.jobs) < n,
@@ -381,6 +392,32 @@ async function sampleWaits(database: string, during: Promise<unknown>): Promise<
   return counts;
 }
 
+/**
+ * Drains of a backlog queued before any worker runs, at every size users hit (the issue's 20k,
+ * 100k and 1M), Docket default and tuned beside graphile-worker default and tuned and the raw-SQL
+ * reference. The largest size runs Docket and the reference only: seeding a million rows through
+ * each peer's API and draining them at its default speed would take the whole time budget.
+ */
+async function backlogDrains(all: readonly Contender[], results: RunRecord[]): Promise<void> {
+  const largest = Math.max(...SIZES.backlogJobs);
+  for (const n of SIZES.backlogJobs) {
+    const chosen = all.filter(
+      (c) =>
+        c.module.name === 'docket' ||
+        c.module.name === 'raw-sql' ||
+        (c.module.name === 'graphile-worker' && (n < largest || SIZES.backlogJobs.length === 1)),
+    );
+    await alternate(
+      chosen,
+      'backlog',
+      { jobs: n, procs: 1 },
+      results,
+      (c, round) => drainRun(c, n, 1, { round, capMs: SIZES.backlogCapMs, workload: 'backlog', insertChunk: 10_000 }),
+      drainSkip(results, SIZES.backlogCapMs, n, 1, 'backlog'),
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const stale = await dropAllScratchDatabases();
   if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
@@ -389,6 +426,13 @@ async function main(): Promise<void> {
   const contenders = await contendersFor(requested, unavailable);
   const docket = contenders.filter((c) => c.module.name === 'docket');
   const [sqlite] = requested.includes('docket') ? await contendersFor(['docket-sqlite'], unavailable) : [];
+  // The raw-SQL reference belongs to the limit (and to the backlog drains): it joins the drains
+  // only, since its store side is Docket's and every other workload would measure Docket again.
+  const [reference] =
+    (only.has('limit') || only.has('backlog')) && !requested.includes('raw-sql')
+      ? await contendersFor(['raw-sql'], unavailable)
+      : [];
+  const drainContenders = reference ? [...contenders, reference] : contenders;
   for (const [system, reason] of unavailable) log(`${system} unavailable: ${reason}`);
   log(
     `contenders: ${contenders.map((c) => c.label).join(', ')}; rounds ${rounds}; concurrency ${concurrency}; out ${outDir}`,
@@ -402,7 +446,7 @@ async function main(): Promise<void> {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     machine: await machineInfo(),
     options: { rounds, concurrency, maxMinutes, workloads: [...only], sizes: SIZES },
-    configs: [...contenders, ...(sqlite ? [sqlite] : [])].map((c) => ({
+    configs: [...drainContenders, ...(sqlite ? [sqlite] : [])].map((c) => ({
       label: c.label,
       system: c.module.name,
       variant: c.variant,
@@ -421,7 +465,7 @@ async function main(): Promise<void> {
       for (const n of SIZES.drainJobs) {
         for (const procs of SIZES.drainProcs) {
           await alternate(
-            contenders,
+            drainContenders,
             'drain',
             { jobs: n, procs },
             results,
@@ -430,6 +474,17 @@ async function main(): Promise<void> {
           );
         }
       }
+    }
+    if (only.has('limit') && !only.has('drain') && reference) {
+      // The reference drain without the drain workload: Docket tuned beside it, at the first size.
+      const pair = [...docket.filter((c) => c.variant === 'tuned'), reference];
+      const n = SIZES.drainJobs[0]!;
+      await alternate(pair, 'drain', { jobs: n, procs: 1 }, results, (c, round) =>
+        drainRun(c, n, 1, { round, capMs: SIZES.drainCapMs }),
+      );
+    }
+    if (only.has('backlog')) {
+      await backlogDrains(drainContenders, results);
     }
     if (only.has('stream')) {
       for (const rate of SIZES.streamRates) {
@@ -587,7 +642,7 @@ async function main(): Promise<void> {
       }));
     }
   } finally {
-    for (const contender of [...contenders, ...(sqlite ? [sqlite] : [])]) {
+    for (const contender of [...drainContenders, ...(sqlite ? [sqlite] : [])]) {
       await contender.module
         .destroy(contender.config)
         .catch((error: Error) => log(`cleanup ${contender.label}: ${error.message}`));

@@ -179,7 +179,7 @@ export async function drainRun(
   contender: Contender,
   n: number,
   procs: number,
-  options: RunOptions & { workload?: string; fresh?: boolean },
+  options: RunOptions & { workload?: string; fresh?: boolean; insertChunk?: number },
 ): Promise<RunRecord> {
   const run = record(contender, options.workload ?? 'drain', options, { jobs: n, procs });
   const wallStart = wallNowMs();
@@ -187,7 +187,7 @@ export async function drainRun(
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
   try {
-    const insertMs = await insertAll(store, benchJobs(n));
+    const insertMs = await insertAll(store, benchJobs(n), options.insertChunk);
     run.metrics.insertJobsPerSec = n / (insertMs / 1000);
     const recorder = new StartRecorder(n);
     workers = await WorkerProcess.startMany(procs, contender.config, recorder, {

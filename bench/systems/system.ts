@@ -19,6 +19,7 @@ export const SYSTEM_NAMES = [
   'graphile-worker',
   'pg-boss',
   'bullmq',
+  'raw-sql',
 ] as const;
 
 /** One of {@link SYSTEM_NAMES}. */
@@ -103,6 +104,8 @@ export async function loadSystem(name: SystemName): Promise<SystemModule> {
       return (await import('./pg-boss.js')).pgBossSystem;
     case 'bullmq':
       return (await import('./bullmq.js')).bullmqSystem;
+    case 'raw-sql':
+      return (await import('./raw-sql.js')).rawSqlSystem;
   }
 }
 
