@@ -8,6 +8,8 @@
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
+ *   npm run bench -- --soak --minutes 30      1,000 single submits/s, 7-day retention, sampled every 30 s (soak.ts)
+ *   npm run bench -- --soak --minutes 10 --retention-ms 120000 --prune-interval-ms 60000   pruning keeping up
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
  *
  * Every run checks that each job ran exactly once; see workloads.ts. Exits non-zero when any run
@@ -32,6 +34,7 @@ import {
 } from './pg-admin.js';
 import { pgbenchLimit } from './pgbench-limit.js';
 import { type BenchResults, type ExplainCapture, writeReport } from './report.js';
+import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
 import { loadSystem, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
 import {
   type Contender,
@@ -78,6 +81,12 @@ const { values: args } = parseArgs({
     'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
+    soak: { type: 'boolean', default: false },
+    minutes: { type: 'string' },
+    rate: { type: 'string' },
+    'retention-ms': { type: 'string' },
+    'prune-interval-ms': { type: 'string' },
+    'sample-seconds': { type: 'string' },
   },
 });
 
@@ -664,7 +673,30 @@ async function main(): Promise<void> {
   if (smoke && unavailable.size > 0) process.exitCode = 1;
 }
 
-main().catch((error: unknown) => {
+/** `--soak`: the soak alone (it loads the machine for its whole length; see soak.ts). */
+async function soakMain(): Promise<void> {
+  const soakOnly = ['minutes', 'rate', 'retention-ms', 'prune-interval-ms', 'sample-seconds'] as const;
+  if (!args.soak) {
+    const stray = soakOnly.filter((name) => args[name] !== undefined);
+    if (stray.length > 0) throw new Error(`${stray.map((n) => `--${n}`).join(', ')} only apply with --soak`);
+    return main();
+  }
+  const options = parseSoakOptions(args, concurrency);
+  const out = args.out ?? BENCH_DIR;
+  const stale = await dropAllScratchDatabases();
+  if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
+  log(`soak: ${JSON.stringify(options)}; out ${out}`);
+  try {
+    const result = await runSoak(options, `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), log);
+    console.log(soakMarkdown(result));
+    log(`wrote ${writeSoakReport(result, out).join(', ')}`);
+    if (result.problems.length > 0) process.exitCode = 1;
+  } finally {
+    rmSync(scratchDir, { recursive: true, force: true });
+  }
+}
+
+soakMain().catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });
