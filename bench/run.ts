@@ -8,6 +8,8 @@
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
+ *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
+ *                                            adds graphile-worker 0.18, pg-boss 12, BullMQ latest on Node 24 (bench/peers-latest)
  *   npm run bench -- --soak --minutes 30      1,000 single submits/s, 7-day retention, sampled every 30 s (soak.ts)
  *   npm run bench -- --soak --minutes 10 --retention-ms 120000 --prune-interval-ms 60000   pruning keeping up
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
@@ -22,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { summarizeProfiles } from './cpu-profile.js';
+import { isLatestSystem, latestNodePath, latestVersions } from './peers-latest/latest.js';
 import {
   databaseClockOffsetMs,
   databaseNameOf,
@@ -35,7 +38,7 @@ import {
 import { pgbenchLimit } from './pgbench-limit.js';
 import { type BenchResults, type ExplainCapture, writeReport } from './report.js';
 import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
-import { loadSystem, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
+import { loadSystem, SYSTEM_NAMES, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
 import {
   type Contender,
   drainRun,
@@ -82,6 +85,7 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
     soak: { type: 'boolean', default: false },
+    'peers-latest': { type: 'boolean', default: false },
     minutes: { type: 'string' },
     rate: { type: 'string' },
     'retention-ms': { type: 'string' },
@@ -177,6 +181,7 @@ function configFor(system: SystemName, variant: Variant): SystemConfig {
       system === 'docket-sqlite' ? `sqlite:${join(scratchDir, 'docket-bench.db')}` : databaseUrl(scratchName(system)),
     redisUrl: REDIS_URL,
     redisPrefix: 'docket-bench',
+    nodePath: isLatestSystem(system) ? latestNodePath() : undefined,
   };
 }
 
@@ -316,6 +321,7 @@ async function machineInfo(): Promise<BenchResults['machine']> {
       ioredis: version('ioredis'),
       pg: version('pg'),
       'better-sqlite3': version('better-sqlite3'),
+      ...(args['peers-latest'] ? latestVersions() : {}),
     },
     dbClockOffsetMs: clock.offsetMs,
     dbClockErrorBoundMs: clock.errorBoundMs,
@@ -432,6 +438,15 @@ async function main(): Promise<void> {
   if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
   const unavailable = new Map<string, string>();
   const requested = args.systems ? (args.systems.split(',') as SystemName[]) : (['docket', ...PEERS] as SystemName[]);
+  // --peers-latest: each requested peer's latest release on Node 24 beside its repository release.
+  if (args['peers-latest']) {
+    for (const system of [...requested]) {
+      const latest = `${system}-latest`;
+      if (isLatestSystem(latest) && !requested.includes(latest)) requested.push(latest);
+    }
+  }
+  for (const system of requested)
+    if (!SYSTEM_NAMES.includes(system)) throw new Error(`unknown system ${system}; known: ${SYSTEM_NAMES.join(', ')}`);
   const contenders = await contendersFor(requested, unavailable);
   const docket = contenders.filter((c) => c.module.name === 'docket');
   const [sqlite] = requested.includes('docket') ? await contendersFor(['docket-sqlite'], unavailable) : [];

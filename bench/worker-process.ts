@@ -102,11 +102,15 @@ export class WorkerProcess {
 
   private constructor(
     private readonly recorder: StartRecorder,
-    options: { cpuProfileDir?: string | undefined },
+    options: { cpuProfileDir?: string | undefined; nodePath?: string | undefined },
   ) {
     const execArgv = ['--import', 'tsx'];
     if (options.cpuProfileDir) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
-    this.child = fork(CHILD_ENTRY, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(CHILD_ENTRY, [], {
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      ...(options.nodePath ? { execPath: options.nodePath } : {}),
+    });
     this.child.on('message', (message: FromChild) => this.onMessage(message));
     this.child.on('exit', (code, signal) => {
       this.exited = true;
@@ -123,7 +127,7 @@ export class WorkerProcess {
     recorder: StartRecorder,
     options: { cpuProfileDir?: string | undefined; timeoutMs?: number } = {},
   ): Promise<WorkerProcess> {
-    const worker = new WorkerProcess(recorder, options);
+    const worker = new WorkerProcess(recorder, { ...options, nodePath: config.nodePath });
     await worker.exchange({ type: 'load', config }, 'loaded', options.timeoutMs ?? 60_000);
     return worker;
   }

@@ -20,6 +20,9 @@ export const SYSTEM_NAMES = [
   'pg-boss',
   'bullmq',
   'raw-sql',
+  'graphile-worker-latest',
+  'pg-boss-latest',
+  'bullmq-latest',
 ] as const;
 
 /** One of {@link SYSTEM_NAMES}. */
@@ -39,6 +42,8 @@ export interface SystemConfig {
   /** BullMQ only: the Redis URL and the key prefix this run owns (flushed, nothing else). */
   redisUrl: string;
   redisPrefix: string;
+  /** The Node binary its worker processes run on (the peers' latest releases: Node 24); absent = the harness's. */
+  nodePath?: string | undefined;
 }
 
 /** One job to insert: its bench index, and a run time when it must not start at once. */
@@ -106,6 +111,10 @@ export async function loadSystem(name: SystemName): Promise<SystemModule> {
       return (await import('./bullmq.js')).bullmqSystem;
     case 'raw-sql':
       return (await import('./raw-sql.js')).rawSqlSystem;
+    case 'graphile-worker-latest':
+    case 'pg-boss-latest':
+    case 'bullmq-latest':
+      return (await import('../peers-latest/latest.js')).loadLatestSystem(name);
   }
 }
 
