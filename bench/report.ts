@@ -865,7 +865,13 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     '',
     table(
       ['system', 'configuration'],
-      bench.configs.map((c) => [c.label, c.config.replace(/\|/g, '\\|')]),
+      bench.configs.map((c) => {
+        const nodes = [
+          ...new Set(bench.runs.filter((r) => r.label === c.label && r.workerNode).map((r) => r.workerNode)),
+        ];
+        const on = nodes.length > 0 ? `; worker processes on Node ${nodes.join(', ')}` : '';
+        return [c.label, `${c.config}${on}`.replace(/\|/g, '\\|')];
+      }),
     ),
     '',
     ...(Object.keys(bench.unavailable).length > 0

@@ -99,6 +99,8 @@ export class WorkerProcess {
   private failure: string | null = null;
   private exited = false;
   private stoppedReceived = false;
+  /** The Node version the child reported when it started. */
+  node = '';
 
   private constructor(
     private readonly recorder: StartRecorder,
@@ -236,6 +238,7 @@ export class WorkerProcess {
     switch (message.type) {
       case 'loaded':
       case 'ready':
+        if (message.type === 'ready') this.node = message.node;
         if (this.replyWaiter?.type === message.type) this.replyWaiter.resolve();
         break;
       case 'starts':

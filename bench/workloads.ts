@@ -50,6 +50,8 @@ export interface RunRecord {
   spikeHistogram?: number[];
   /** RSS samples over a long run: [seconds since start, MiB] per process. */
   rssTimeline?: [number, number][][];
+  /** The Node version(s) the worker processes ran on. */
+  workerNode?: string;
   wallMs: number;
 }
 
@@ -162,6 +164,7 @@ async function finishTimedSubmits(
 }
 
 async function stopAll(run: RunRecord, workers: WorkerProcess[]): Promise<void> {
+  run.workerNode = [...new Set(workers.map((worker) => worker.node))].join(', ');
   const summaries = await Promise.all(workers.map((worker) => worker.stop()));
   run.rss = summaries.map(rssRecord);
   for (const worker of workers) if (worker.error) fail(run, `worker ${worker.pid}: ${worker.error}`, 'error');
