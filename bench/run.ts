@@ -79,6 +79,7 @@ const { values: args } = parseArgs({
     'memory-minutes': { type: 'string' },
     'drain-jobs': { type: 'string' },
     'drain-cap-seconds': { type: 'string' },
+    'drain-procs': { type: 'string' },
     'backlog-jobs': { type: 'string' },
     'backlog-cap-seconds': { type: 'string' },
     'single-submit-jobs': { type: 'string' },
@@ -155,10 +156,26 @@ const SIZES = smoke
       memoryMs: Number(args['memory-minutes'] ?? 10) * 60_000,
     };
 
-if (args['drain-jobs']) SIZES.drainJobs = args['drain-jobs'].split(',').map(Number);
-if (args['drain-cap-seconds']) SIZES.drainCapMs = Number(args['drain-cap-seconds']) * 1000;
-if (args['backlog-jobs']) SIZES.backlogJobs = args['backlog-jobs'].split(',').map(Number);
-if (args['backlog-cap-seconds']) SIZES.backlogCapMs = Number(args['backlog-cap-seconds']) * 1000;
+/** A comma-separated list of positive integers, or a clear error naming the flag. */
+function positiveIntegers(flag: string, text: string): number[] {
+  const values = text.split(',').map((part) => Number(part.trim()));
+  if (values.length === 0 || values.some((value) => !Number.isInteger(value) || value < 1)) {
+    throw new Error(`--${flag} must be positive integers separated by commas, got ${JSON.stringify(text)}`);
+  }
+  return values;
+}
+/** A positive number of seconds, as ms, or a clear error naming the flag. */
+function secondsMs(flag: string, text: string): number {
+  const value = Number(text);
+  if (!(Number.isFinite(value) && value > 0))
+    throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(text)}`);
+  return value * 1000;
+}
+if (args['drain-jobs']) SIZES.drainJobs = positiveIntegers('drain-jobs', args['drain-jobs']);
+if (args['drain-procs']) SIZES.drainProcs = positiveIntegers('drain-procs', args['drain-procs']);
+if (args['drain-cap-seconds']) SIZES.drainCapMs = secondsMs('drain-cap-seconds', args['drain-cap-seconds']);
+if (args['backlog-jobs']) SIZES.backlogJobs = positiveIntegers('backlog-jobs', args['backlog-jobs']);
+if (args['backlog-cap-seconds']) SIZES.backlogCapMs = secondsMs('backlog-cap-seconds', args['backlog-cap-seconds']);
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
 const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
