@@ -37,6 +37,8 @@ export interface BenchResults {
     versions: Record<string, string>;
     dbClockOffsetMs: number;
     dbClockErrorBoundMs: number;
+    /** Server settings that change what a drain over dead rows costs (autovacuum above all). */
+    postgresSettings?: Record<string, string>;
   };
   options: Record<string, unknown>;
   configs: { label: string; system: string; variant: string; config: string }[];
@@ -892,6 +894,16 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
           'database clock − host clock',
           `${fmt(m.dbClockOffsetMs)} ms (± ${fmt(m.dbClockErrorBoundMs)} ms); the database, Redis and every worker run on this one host and share its clock`,
         ],
+        ...(m.postgresSettings
+          ? [
+              [
+                'PostgreSQL settings',
+                Object.entries(m.postgresSettings)
+                  .map(([k, v]) => `${k} = ${v}`)
+                  .join(', '),
+              ],
+            ]
+          : []),
       ],
     ),
     '',

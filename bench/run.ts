@@ -31,6 +31,7 @@ import {
   databaseNow,
   databaseUrl,
   dropAllScratchDatabases,
+  postgresSettings,
   scratchName,
   wallNowMs,
   withAdmin,
@@ -92,6 +93,7 @@ const { values: args } = parseArgs({
     'retention-ms': { type: 'string' },
     'prune-interval-ms': { type: 'string' },
     'sample-seconds': { type: 'string' },
+    'vacuum-seconds': { type: 'string' },
   },
 });
 
@@ -342,6 +344,7 @@ async function machineInfo(): Promise<BenchResults['machine']> {
     },
     dbClockOffsetMs: clock.offsetMs,
     dbClockErrorBoundMs: clock.errorBoundMs,
+    postgresSettings: await postgresSettings(),
   };
 }
 
@@ -707,7 +710,14 @@ async function main(): Promise<void> {
 
 /** `--soak`: the soak alone (it loads the machine for its whole length; see soak.ts). */
 async function soakMain(): Promise<void> {
-  const soakOnly = ['minutes', 'rate', 'retention-ms', 'prune-interval-ms', 'sample-seconds'] as const;
+  const soakOnly = [
+    'minutes',
+    'rate',
+    'retention-ms',
+    'prune-interval-ms',
+    'sample-seconds',
+    'vacuum-seconds',
+  ] as const;
   if (!args.soak) {
     const stray = soakOnly.filter((name) => args[name] !== undefined);
     if (stray.length > 0) throw new Error(`${stray.map((n) => `--${n}`).join(', ')} only apply with --soak`);

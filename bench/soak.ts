@@ -1,6 +1,6 @@
 /**
  * The soak: `npm run bench -- --soak [--minutes 30] [--rate 1000] [--retention-ms N]
- * [--prune-interval-ms N] [--sample-seconds 30]`.
+ * [--prune-interval-ms N] [--sample-seconds 30] [--vacuum-seconds N]`.
  *
  * A web app's steady life: jobs submitted one `submit()` call each (Docket's defaults, at most
  * {@link IN_FLIGHT} calls in flight, open loop at `rate` per second) into one worker process with
@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, Docket } from '../src/docket.js';
-import { dropDatabase, recreateDatabase, scratchName, wallNowMs } from './pg-admin.js';
+import { dropDatabase, postgresSettings, recreateDatabase, scratchName, wallNowMs } from './pg-admin.js';
 import type { FromSoakWorker, SoakWorkerConfig, SoakWorkerSample, ToSoakWorker } from './soak-worker.js';
 import { distribution, median, round } from './stats.js';
 import { timeSeriesChart } from './svg-charts.js';
@@ -51,6 +51,11 @@ export interface SoakOptions {
   retentionMs: number;
   pruneIntervalMs: number;
   sampleSeconds: number;
+  /**
+   * Every this many seconds the harness runs `VACUUM (ANALYZE)` on the jobs table, standing in for
+   * autovacuum on a server that has it off (this machine's CI configuration does); 0 = never.
+   */
+  vacuumSeconds: number;
   concurrency: number;
 }
 
@@ -61,6 +66,7 @@ export interface SoakFlags {
   'retention-ms'?: string | undefined;
   'prune-interval-ms'?: string | undefined;
   'sample-seconds'?: string | undefined;
+  'vacuum-seconds'?: string | undefined;
 }
 
 function positive(name: string, text: string | undefined, fallback: number, integer: boolean): number {
@@ -80,6 +86,7 @@ export function parseSoakOptions(flags: SoakFlags, concurrency: number): SoakOpt
     retentionMs: positive('retention-ms', flags['retention-ms'], DEFAULT_RETENTION_MS, true),
     pruneIntervalMs: positive('prune-interval-ms', flags['prune-interval-ms'], DEFAULT_PRUNE_INTERVAL_MS, true),
     sampleSeconds: positive('sample-seconds', flags['sample-seconds'], 30, false),
+    vacuumSeconds: flags['vacuum-seconds'] === '0' ? 0 : positive('vacuum-seconds', flags['vacuum-seconds'], 0, false),
     concurrency,
   };
   if (options.sampleSeconds * 1000 > options.minutes * 60_000) {
@@ -115,6 +122,8 @@ export interface SoakSample {
   liveTuples: number;
   deadTuples: number;
   autovacuums: number;
+  /** Harness VACUUMs finished so far (--vacuum-seconds). */
+  vacuums: number;
 }
 
 /** A flatness verdict for one metric. */
@@ -134,6 +143,8 @@ export interface SoakResult {
   startedAt: string;
   finishedAt: string;
   options: SoakOptions;
+  /** The server's settings (autovacuum above all), as pg_settings reports them. */
+  postgresSettings: Record<string, string>;
   samples: SoakSample[];
   prunes: { atS: number; deleted: number; ms: number }[];
   flatness: Flatness[];
@@ -374,6 +385,9 @@ export async function runSoak(
   let offered = 0;
   let windowCallMs: number[] = [];
   let unfinished = Number.NaN;
+  let vacuums = 0;
+  let vacuumTimer: NodeJS.Timeout | undefined;
+  const settings = await postgresSettings();
   try {
     await worker.start({
       url,
@@ -383,6 +397,27 @@ export async function runSoak(
       retentionMs: options.retentionMs,
       pruneIntervalMs: options.pruneIntervalMs,
     });
+    if (options.vacuumSeconds > 0) {
+      const vacuumClient = new pg.Client({ connectionString: url });
+      await vacuumClient.connect();
+      const vacuum = () => {
+        vacuumTimer = setTimeout(() => {
+          vacuumClient
+            .query(`VACUUM (ANALYZE) ${SCHEMA}.jobs`)
+            .then(
+              () => {
+                vacuums += 1;
+              },
+              (error: Error) => problems.push(`VACUUM failed: ${error.message}`),
+            )
+            .finally(() => {
+              if (vacuumTimer) vacuum();
+              else void vacuumClient.end();
+            });
+        }, options.vacuumSeconds * 1000);
+      };
+      vacuum();
+    }
     const t0 = wallNowMs();
     const endAt = t0 + options.minutes * 60_000;
     let lastSampleAt = t0;
@@ -418,6 +453,7 @@ export async function runSoak(
         prunedRows: prunes.reduce((sum, p) => sum + p.deleted, 0),
         workerRssMb: (fromWorker?.rssBytes ?? Number.NaN) / MIB,
         workerHeapMb: (fromWorker?.heapUsedBytes ?? Number.NaN) / MIB,
+        vacuums,
         ...table,
       };
       samples.push(sample);
@@ -481,6 +517,8 @@ export async function runSoak(
       problems.push(`${submitted - started} submitted jobs never started within 120 s of the last submit`);
     if (worker.failure) problems.push(`worker: ${worker.failure}`);
   } finally {
+    clearTimeout(vacuumTimer);
+    vacuumTimer = undefined;
     await worker.stop();
     worker.kill();
     await submitter.close().catch(() => {});
@@ -508,6 +546,7 @@ export async function runSoak(
     startedAt,
     finishedAt: new Date().toISOString(),
     options,
+    postgresSettings: settings,
     samples,
     prunes,
     flatness: judgeFlatness(samples, options),
@@ -533,13 +572,19 @@ export function soakMarkdown(result: SoakResult): string {
     '',
     `Generated by \`${result.command}\` from ${result.startedAt} to ${result.finishedAt}. Raw data: soak.json; charts in results/.`,
     '',
-    `${o.ratePerSec.toLocaleString('en-US')} jobs/s offered for ${o.minutes} min as single \`submit()\` calls (Docket defaults, at most ${IN_FLIGHT} in flight, open loop) into one worker process: \`docket.worker({ concurrency: ${o.concurrency} })\`, every other option default. Retention of finished rows ${fmt(o.retentionMs / 60_000)} min${o.retentionMs === DEFAULT_RETENTION_MS ? ' (Docket default, 7 days)' : ''}; the worker's Docket prunes every ${fmt(o.pruneIntervalMs / 60_000)} min${o.pruneIntervalMs === DEFAULT_PRUNE_INTERVAL_MS ? ' (default)' : ''}. Sampled every ${o.sampleSeconds} s. Claim times are measured inside the worker around each claim call (pool wait included); backlog = rows due or running; table = pg_total_relation_size (heap + indexes + TOAST).`,
+    `${o.ratePerSec.toLocaleString('en-US')} jobs/s offered for ${o.minutes} min as single \`submit()\` calls (Docket defaults, at most ${IN_FLIGHT} in flight, open loop) into one worker process: \`docket.worker({ concurrency: ${o.concurrency} })\`, every other option default. Retention of finished rows ${fmt(o.retentionMs / 60_000)} min${o.retentionMs === DEFAULT_RETENTION_MS ? ' (Docket default, 7 days)' : ''}; the worker's Docket prunes every ${fmt(o.pruneIntervalMs / 60_000)} min${o.pruneIntervalMs === DEFAULT_PRUNE_INTERVAL_MS ? ' (default)' : ''}. Sampled every ${o.sampleSeconds} s. PostgreSQL: ${Object.entries(
+      result.postgresSettings,
+    )
+      .map(([k, v]) => `${k} = ${v}`)
+      .join(
+        ', ',
+      )}${result.postgresSettings.autovacuum === 'off' ? ' (**autovacuum off**: dead rows are never reclaimed unless the harness vacuums)' : ''}; harness VACUUM (ANALYZE) of the jobs table: ${o.vacuumSeconds > 0 ? `every ${o.vacuumSeconds} s` : 'never'}. Claim times are measured inside the worker around each claim call (pool wait included); backlog = rows due or running; table = pg_total_relation_size (heap + indexes + TOAST).`,
     '',
-    '| t | submitted/s | started/s | backlog | start p50 / p99 ms | claims | rows/claim | claim p50 / p99 / max ms | table MiB | heap MiB | indexes MiB | live rows | dead rows | autovacuums | pruned rows (total) | worker RSS MiB |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| t | submitted/s | started/s | backlog | start p50 / p99 ms | claims | rows/claim | claim p50 / p99 / max ms | table MiB | heap MiB | indexes MiB | live rows | dead rows | autovacuums | harness vacuums | pruned rows (total) | worker RSS MiB |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.samples.map(
       (s) =>
-        `| ${fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} |`,
+        `| ${fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} |`,
     ),
     '',
     `Prunes: ${result.prunes.length === 0 ? 'none ran' : result.prunes.map((p) => `${fmtMin(p.atS)} deleted ${fmt(p.deleted)} in ${fmt(p.ms)} ms`).join('; ')}.`,

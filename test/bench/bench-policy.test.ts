@@ -41,6 +41,7 @@ function sample(atS: number, overrides: Partial<SoakSample> = {}): SoakSample {
     liveTuples: 0,
     deadTuples: 0,
     autovacuums: 0,
+    vacuums: 0,
     ...overrides,
   };
 }
@@ -51,6 +52,7 @@ const SHORT: SoakOptions = {
   retentionMs: 5 * 60_000,
   pruneIntervalMs: 60_000,
   sampleSeconds: 30,
+  vacuumSeconds: 0,
   concurrency: 24,
 };
 
@@ -62,6 +64,7 @@ describe('soak flags', () => {
       retentionMs: DEFAULT_RETENTION_MS,
       pruneIntervalMs: DEFAULT_PRUNE_INTERVAL_MS,
       sampleSeconds: 30,
+      vacuumSeconds: 0,
       concurrency: 24,
     });
   });
@@ -121,6 +124,7 @@ describe('soak backlog verdict', () => {
       startedAt: '',
       finishedAt: '',
       options: SHORT,
+      postgresSettings: { autovacuum: 'on' },
       samples: backlogs.map((backlog, k) => sample(k * 30, { backlog })),
       prunes: [],
       flatness: [],
