@@ -692,6 +692,7 @@ async function main(): Promise<void> {
         .catch((error: Error) => log(`cleanup ${contender.label}: ${error.message}`));
     }
     rmSync(scratchDir, { recursive: true, force: true });
+    if (args['peers-latest']) (await import('./peers-latest/remote-system.js')).closeRemoteHosts();
   }
 
   bench.finishedAt = new Date().toISOString();

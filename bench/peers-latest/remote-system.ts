@@ -28,6 +28,15 @@ export function interpolateDescription(atFirst: string, atSecond: string, concur
   });
 }
 
+/** Every host this process started, so the harness can end them when it is done. */
+const hosts = new Set<Host>();
+
+/** Ends every host process (their IPC channels would otherwise keep the harness alive). */
+export function closeRemoteHosts(): void {
+  for (const host of hosts) host.close();
+  hosts.clear();
+}
+
 class Host {
   private readonly child: ChildProcess;
   private readonly waiting = new Map<number, (reply: HostReply) => void>();
@@ -57,6 +66,12 @@ class Host {
       this.waiting.clear();
     });
     process.once('exit', () => this.child.kill());
+    hosts.add(this);
+  }
+
+  /** Disconnects: the host closes its stores and exits. */
+  close(): void {
+    if (this.child.connected) this.child.disconnect();
   }
 
   async call(op: HostRequest['op'], ...args: unknown[]): Promise<unknown> {
