@@ -126,6 +126,22 @@ export async function databaseNow(url: string): Promise<Date> {
   }, url);
 }
 
+/**
+ * The server settings a reader of the results needs: with autovacuum off (as on this machine's CI
+ * configuration) dead rows are never reclaimed during a run, which a drain over a large backlog
+ * and a long soak feel directly.
+ */
+export async function postgresSettings(): Promise<Record<string, string>> {
+  return withAdmin(async (client) => {
+    const { rows } = await client.query<{ name: string; setting: string; unit: string | null }>(
+      `SELECT name, setting, unit FROM pg_settings
+        WHERE name IN ('autovacuum', 'autovacuum_naptime', 'synchronous_commit', 'fsync', 'shared_buffers', 'max_connections')
+        ORDER BY name`,
+    );
+    return Object.fromEntries(rows.map((row) => [row.name, row.unit ? `${row.setting} (${row.unit})` : row.setting]));
+  });
+}
+
 /** Wall-clock time in ms with sub-millisecond resolution (shared by every process on this host). */
 export function wallNowMs(): number {
   return performance.timeOrigin + performance.now();

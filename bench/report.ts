@@ -40,6 +40,8 @@ export interface BenchResults {
     versions: Record<string, string>;
     dbClockOffsetMs: number;
     dbClockErrorBoundMs: number;
+    /** Server settings that change what a drain over dead rows costs (autovacuum above all). */
+    postgresSettings?: Record<string, string>;
   };
   options: Record<string, unknown>;
   configs: { label: string; system: string; variant: string; config: string }[];
@@ -119,6 +121,9 @@ function paramSets(bench: BenchResults, workload: string, keys: string[]): Param
   return [...seen.values()];
 }
 
+/** The raw-SQL reference drain's label (bench/systems/raw-sql.ts). */
+const RAW_SQL = 'raw-sql';
+
 /** Docket on PostgreSQL, in either configuration (not `docket-sqlite`). */
 function isDocket(label: string): boolean {
   return label === 'docket' || label.startsWith('docket (');
@@ -164,6 +169,11 @@ function drainSection(bench: BenchResults, targets: Target[]): string[] {
     }),
   ]);
   out.push(table(header, rows), '');
+  if (pgLabels.includes(RAW_SQL))
+    out.push(
+      `${RAW_SQL} is the reference, not a scheduler: a worker written with \`pg\` straight against Docket's own tables (claim 500 due rows with FOR UPDATE SKIP LOCKED, run ${String(bench.options.concurrency)} at once, finish in batches with a fenced update on id, token and owner; bench/systems/raw-sql.ts). Docket ÷ ${RAW_SQL} is the share of the database's reachable drain speed Docket keeps.`,
+      '',
+    );
   if (pgLabels.includes(DOCKET)) {
     out.push(`${DOCKET} ÷ peer (drain jobs/s; above 1 means Docket is faster):`, '');
     const peers = pgLabels.filter((label) => !isDocket(label));
@@ -197,6 +207,15 @@ function drainSection(bench: BenchResults, targets: Target[]): string[] {
           `Docket ${fmt(d)}/s vs ${fmt(bull)}/s = ${Number.isFinite(d / bull) ? round(d / bull) : '—'}×`,
         ),
       );
+      const raw = cell(runsOf(bench, 'drain', RAW_SQL, p), 'jobsPerSec').value;
+      if (pgLabels.includes(RAW_SQL))
+        targets.push(
+          check(
+            `Drain ≥ 60 % of the raw-SQL reference (${where})`,
+            Number.isFinite(d) && Number.isFinite(raw) ? d >= 0.6 * raw : null,
+            `Docket ${fmt(d)}/s vs ${fmt(raw)}/s = ${Number.isFinite(d / raw) ? `${Math.round((100 * d) / raw)} %` : '—'}`,
+          ),
+        );
     }
     const big = sets.find((p) => p.jobs === Math.max(...sets.map((s) => Number(s.jobs))));
     if (big) {
@@ -207,6 +226,130 @@ function drainSection(bench: BenchResults, targets: Target[]): string[] {
         check(`Peak RSS during the ${big.jobs}-job drain, every system (${big.procs} proc)`, null, rss.join('; ')),
       );
     }
+  }
+  return out;
+}
+
+/** A drain cell that still shows the rate a timed-out run reached (a cliff is the point here). */
+function showDrain(runs: RunRecord[]): string {
+  const c = cell(runs, 'jobsPerSec');
+  if (c.ok > 0 || c.total === 0) return show(c);
+  const timedOut = runs.filter((run) => run.status === 'timeout');
+  if (timedOut.length === 0) return show(c);
+  const rate = median(timedOut.map((run) => run.metrics.jobsPerSec ?? Number.NaN));
+  return `timeout (${fmt(rate)}/s reached, ${timedOut.length}/${c.total})`;
+}
+
+function ratioText(a: number, b: number, percent = false): string {
+  if (!(Number.isFinite(a) && Number.isFinite(b) && b > 0)) return '—';
+  return percent ? `${Math.round((100 * a) / b)} %` : `${round(a / b)}×`;
+}
+
+function backlogSection(bench: BenchResults, targets: Target[]): string[] {
+  const sets = paramSets(bench, 'backlog', ['jobs', 'procs']);
+  const names = labels(bench, 'backlog');
+  if (sets.length === 0) return [];
+  const out = ['## 1b. Backlog drains: default configuration against tuned', ''];
+  out.push(
+    "A backlog queued before any worker runs (each size inserted through the system's batch API, then one worker process started), as a user's backfill meets a default worker. Jobs/s from the first handler start until nothing is due; a run that did not finish within its cap shows the rate it reached. The largest size runs Docket and the raw-SQL reference only.",
+    '',
+  );
+  out.push(
+    table(
+      ['system', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')} jobs/s`)],
+      names.map((label) => [label, ...sets.map((p) => showDrain(runsOf(bench, 'backlog', label, p)))]),
+    ),
+    '',
+  );
+  // A cell's median over ok runs; when every counted run timed out, the rate it reached, flagged:
+  // the true rate was lower still (the drain had not finished and was not speeding up).
+  const rate = (label: string, p: Params): { value: number; timedOut: boolean } => {
+    const runs = runsOf(bench, 'backlog', label, p);
+    const c = cell(runs, 'jobsPerSec');
+    if (c.ok > 0 || c.total === 0) return { value: c.value, timedOut: false };
+    const timedOut = runs.filter((run) => run.status === 'timeout');
+    return {
+      value: median(timedOut.map((run) => run.metrics.jobsPerSec ?? Number.NaN)),
+      timedOut: timedOut.length > 0,
+    };
+  };
+  const bounded = (
+    a: { value: number; timedOut: boolean },
+    b: { value: number; timedOut: boolean },
+    percent: boolean,
+  ) => {
+    const text = ratioText(a.value, b.value, percent);
+    if (text === '—' || (!a.timedOut && !b.timedOut)) return text;
+    if (a.timedOut && b.timedOut) return `~${text} (both timed out)`;
+    return a.timedOut ? `< ${text} (timed out)` : `> ${text} (divisor timed out)`;
+  };
+  const ratios: [string, string, string, boolean][] = [
+    ['docket (default) ÷ docket (tuned)', 'docket (default)', 'docket (tuned)', true],
+    ['docket (default) ÷ graphile-worker (default)', 'docket (default)', 'graphile-worker (default)', false],
+    ['docket (tuned) ÷ graphile-worker (tuned)', 'docket (tuned)', 'graphile-worker (tuned)', false],
+    [`docket (tuned) ÷ ${RAW_SQL}`, 'docket (tuned)', RAW_SQL, true],
+    [`docket (default) ÷ ${RAW_SQL}`, 'docket (default)', RAW_SQL, true],
+  ];
+  out.push(
+    table(
+      ['ratio (medians)', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')}`)],
+      ratios.map(([name, a, b, percent]) => [name, ...sets.map((p) => bounded(rate(a, p), rate(b, p), percent))]),
+    ),
+    '',
+  );
+  /** At least `factor` × the divisor? A timed-out numerator can only miss; a timed-out divisor only meet. */
+  const atLeast = (
+    a: { value: number; timedOut: boolean },
+    b: { value: number; timedOut: boolean },
+    factor: number,
+  ) => {
+    if (!Number.isFinite(a.value) || !Number.isFinite(b.value)) return null;
+    const meets = a.value >= factor * b.value;
+    if (a.timedOut && b.timedOut) return null;
+    if (a.timedOut) return meets ? null : false;
+    if (b.timedOut) return meets ? true : null;
+    return meets;
+  };
+  for (const p of sets) {
+    const where = `${Number(p.jobs).toLocaleString('en-US')}-job backlog`;
+    const d = rate('docket (default)', p);
+    const t = rate('docket (tuned)', p);
+    const gwd = rate('graphile-worker (default)', p);
+    const gwt = rate('graphile-worker (tuned)', p);
+    const raw = rate(RAW_SQL, p);
+    const shown = (x: { value: number; timedOut: boolean }) => `${fmt(x.value)}/s${x.timedOut ? ' (timed out)' : ''}`;
+    targets.push(
+      check(
+        `Default drain ≥ 90 % of tuned (${where})`,
+        atLeast(d, t, 0.9),
+        `${shown(d)} vs ${shown(t)} = ${bounded(d, t, true)}`,
+      ),
+    );
+    if (names.includes('graphile-worker (default)'))
+      targets.push(
+        check(
+          `Default drain ≥ 10× graphile-worker default (${where})`,
+          atLeast(d, gwd, 10),
+          `${shown(d)} vs ${shown(gwd)} = ${bounded(d, gwd, false)}`,
+        ),
+      );
+    const factor = Number(p.jobs) >= 100_000 ? 2 : 1.5;
+    if (names.includes('graphile-worker (tuned)'))
+      targets.push(
+        check(
+          `Tuned drain ≥ ${factor}× graphile-worker tuned (${where})`,
+          atLeast(t, gwt, factor),
+          `${shown(t)} vs ${shown(gwt)} = ${bounded(t, gwt, false)}`,
+        ),
+      );
+    if (names.includes(RAW_SQL))
+      targets.push(
+        check(
+          `Tuned drain ≥ 60 % of the raw-SQL reference (${where})`,
+          atLeast(t, raw, 0.6),
+          `${shown(t)} vs ${shown(raw)} = ${bounded(t, raw, true)}`,
+        ),
+      );
   }
   return out;
 }
@@ -721,6 +864,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
   const m = bench.machine;
   const body = [
     ...drainSection(bench, targets),
+    ...backlogSection(bench, targets),
     ...streamSection(bench, outDir, charts, targets),
     ...spikeSection(bench, outDir, charts, targets),
     ...largeSection(bench, outDir, charts, targets),
@@ -756,6 +900,16 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
           'database clock − host clock',
           `${fmt(m.dbClockOffsetMs)} ms (± ${fmt(m.dbClockErrorBoundMs)} ms); the database, Redis and every worker run on this one host and share its clock`,
         ],
+        ...(m.postgresSettings
+          ? [
+              [
+                'PostgreSQL settings',
+                Object.entries(m.postgresSettings)
+                  .map(([k, v]) => `${k} = ${v}`)
+                  .join(', '),
+              ],
+            ]
+          : []),
       ],
     ),
     '',
@@ -767,7 +921,13 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     '',
     table(
       ['system', 'configuration'],
-      bench.configs.map((c) => [c.label, c.config.replace(/\|/g, '\\|')]),
+      bench.configs.map((c) => {
+        const nodes = [
+          ...new Set(bench.runs.filter((r) => r.label === c.label && r.workerNode).map((r) => r.workerNode)),
+        ];
+        const on = nodes.length > 0 ? `; worker processes on Node ${nodes.join(', ')}` : '';
+        return [c.label, `${c.config}${on}`.replace(/\|/g, '\\|')];
+      }),
     ),
     '',
     ...(Object.keys(bench.unavailable).length > 0

@@ -4,9 +4,14 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain stream spike large limit sqlite submit single-submit memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog stream spike large limit sqlite submit single-submit memory dashboard)
+ *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
+ *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
+ *                                            adds graphile-worker 0.18, pg-boss 12, BullMQ latest on Node 24 (bench/peers-latest)
+ *   npm run bench -- --soak --minutes 30      1,000 single submits/s, 7-day retention, sampled every 30 s (soak.ts)
+ *   npm run bench -- --soak --minutes 10 --retention-ms 120000 --prune-interval-ms 60000   pruning keeping up
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
  *   npm run bench -- --shards [--smoke]      the shard benchmark instead (bench/shards.ts: 1, 2, 4 CPU-capped clusters)
  *
@@ -21,19 +26,22 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { summarizeProfiles } from './cpu-profile.js';
 import { runDashboardBench } from './dashboard-queries.js';
+import { isLatestSystem, latestNodePath, latestVersions } from './peers-latest/latest.js';
 import {
   databaseClockOffsetMs,
   databaseNameOf,
   databaseNow,
   databaseUrl,
   dropAllScratchDatabases,
+  postgresSettings,
   scratchName,
   wallNowMs,
   withAdmin,
 } from './pg-admin.js';
 import { pgbenchLimit } from './pgbench-limit.js';
 import { type BenchResults, type ExplainCapture, writeReport } from './report.js';
-import { loadSystem, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
+import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
+import { loadSystem, SYSTEM_NAMES, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
 import {
   type Contender,
   drainRun,
@@ -50,6 +58,7 @@ import {
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const WORKLOADS = [
   'drain',
+  'backlog',
   'stream',
   'spike',
   'large',
@@ -74,6 +83,9 @@ const { values: args } = parseArgs({
     'memory-minutes': { type: 'string' },
     'drain-jobs': { type: 'string' },
     'drain-cap-seconds': { type: 'string' },
+    'drain-procs': { type: 'string' },
+    'backlog-jobs': { type: 'string' },
+    'backlog-cap-seconds': { type: 'string' },
     'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
@@ -84,6 +96,14 @@ const { values: args } = parseArgs({
     'shard-procs': { type: 'string' },
     'shard-layout': { type: 'string' },
     'shard-spike-jobs': { type: 'string' },
+    soak: { type: 'boolean', default: false },
+    'peers-latest': { type: 'boolean', default: false },
+    minutes: { type: 'string' },
+    rate: { type: 'string' },
+    'retention-ms': { type: 'string' },
+    'prune-interval-ms': { type: 'string' },
+    'sample-seconds': { type: 'string' },
+    'vacuum-seconds': { type: 'string' },
   },
 });
 
@@ -91,7 +111,8 @@ const smoke = args.smoke ?? false;
 const only = new Set<Workload>(
   args.only
     ? (args.only.split(',').map((name) => name.trim()) as Workload[])
-    : WORKLOADS.filter((w) => !smoke || w !== 'memory'),
+    : // Smoke mode leaves out the long ones; backlog is the drain's code path at other sizes.
+      WORKLOADS.filter((w) => !smoke || (w !== 'memory' && w !== 'backlog')),
 );
 for (const name of only)
   if (!WORKLOADS.includes(name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.join(', ')}`);
@@ -106,6 +127,8 @@ const SIZES = smoke
       drainJobs: [300],
       drainProcs: [1],
       drainCapMs: 15_000,
+      backlogJobs: [300, 1_000],
+      backlogCapMs: 15_000,
       streamRates: [200],
       streamMs: 1_000,
       spikeJobs: 300,
@@ -126,6 +149,8 @@ const SIZES = smoke
       drainJobs: [20_000, 100_000],
       drainProcs: [1, 2],
       drainCapMs: 120_000,
+      backlogJobs: [20_000, 100_000, 1_000_000],
+      backlogCapMs: 300_000,
       streamRates: [200, 1_000, 5_000],
       streamMs: 10_000,
       spikeJobs: 10_000,
@@ -143,8 +168,26 @@ const SIZES = smoke
       memoryMs: Number(args['memory-minutes'] ?? 10) * 60_000,
     };
 
-if (args['drain-jobs']) SIZES.drainJobs = args['drain-jobs'].split(',').map(Number);
-if (args['drain-cap-seconds']) SIZES.drainCapMs = Number(args['drain-cap-seconds']) * 1000;
+/** A comma-separated list of positive integers, or a clear error naming the flag. */
+function positiveIntegers(flag: string, text: string): number[] {
+  const values = text.split(',').map((part) => Number(part.trim()));
+  if (values.length === 0 || values.some((value) => !Number.isInteger(value) || value < 1)) {
+    throw new Error(`--${flag} must be positive integers separated by commas, got ${JSON.stringify(text)}`);
+  }
+  return values;
+}
+/** A positive number of seconds, as ms, or a clear error naming the flag. */
+function secondsMs(flag: string, text: string): number {
+  const value = Number(text);
+  if (!(Number.isFinite(value) && value > 0))
+    throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(text)}`);
+  return value * 1000;
+}
+if (args['drain-jobs']) SIZES.drainJobs = positiveIntegers('drain-jobs', args['drain-jobs']);
+if (args['drain-procs']) SIZES.drainProcs = positiveIntegers('drain-procs', args['drain-procs']);
+if (args['drain-cap-seconds']) SIZES.drainCapMs = secondsMs('drain-cap-seconds', args['drain-cap-seconds']);
+if (args['backlog-jobs']) SIZES.backlogJobs = positiveIntegers('backlog-jobs', args['backlog-jobs']);
+if (args['backlog-cap-seconds']) SIZES.backlogCapMs = secondsMs('backlog-cap-seconds', args['backlog-cap-seconds']);
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
 const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
@@ -167,6 +210,7 @@ function configFor(system: SystemName, variant: Variant): SystemConfig {
       system === 'docket-sqlite' ? `sqlite:${join(scratchDir, 'docket-bench.db')}` : databaseUrl(scratchName(system)),
     redisUrl: REDIS_URL,
     redisPrefix: 'docket-bench',
+    nodePath: isLatestSystem(system) ? latestNodePath() : undefined,
   };
 }
 
@@ -238,11 +282,11 @@ async function alternate(
 }
 
 /** The first timed-out (or failed) drain of a contender at a smaller size predicts the larger one. */
-function drainSkip(results: RunRecord[], capMs: number, n: number, procs: number) {
+function drainSkip(results: RunRecord[], capMs: number, n: number, procs: number, workload = 'drain') {
   return (contender: Contender): string | null => {
     const earlier = results.filter(
       (run) =>
-        run.workload === 'drain' &&
+        run.workload === workload &&
         run.label === contender.label &&
         run.params.procs === procs &&
         Number(run.params.jobs) < n,
@@ -306,9 +350,11 @@ async function machineInfo(): Promise<BenchResults['machine']> {
       ioredis: version('ioredis'),
       pg: version('pg'),
       'better-sqlite3': version('better-sqlite3'),
+      ...(args['peers-latest'] ? latestVersions() : {}),
     },
     dbClockOffsetMs: clock.offsetMs,
     dbClockErrorBoundMs: clock.errorBoundMs,
+    postgresSettings: await postgresSettings(),
   };
 }
 
@@ -447,15 +493,57 @@ async function shardMain(): Promise<void> {
   if (smoke && (broken.length > 0 || (results.spike && results.spike.status !== 'ok'))) process.exitCode = 1;
 }
 
+/**
+ * Drains of a backlog queued before any worker runs, at every size users hit (the issue's 20k,
+ * 100k and 1M), Docket default and tuned beside graphile-worker default and tuned and the raw-SQL
+ * reference. The largest size runs Docket and the reference only: seeding a million rows through
+ * each peer's API and draining them at its default speed would take the whole time budget.
+ */
+async function backlogDrains(all: readonly Contender[], results: RunRecord[]): Promise<void> {
+  const largest = Math.max(...SIZES.backlogJobs);
+  for (const n of SIZES.backlogJobs) {
+    const chosen = all.filter(
+      (c) =>
+        c.module.name === 'docket' ||
+        c.module.name === 'raw-sql' ||
+        (c.module.name === 'graphile-worker' && (n < largest || SIZES.backlogJobs.length === 1)),
+    );
+    await alternate(
+      chosen,
+      'backlog',
+      { jobs: n, procs: 1 },
+      results,
+      (c, round) => drainRun(c, n, 1, { round, capMs: SIZES.backlogCapMs, workload: 'backlog', insertChunk: 10_000 }),
+      drainSkip(results, SIZES.backlogCapMs, n, 1, 'backlog'),
+    );
+  }
+}
+
 async function main(): Promise<void> {
   if (args.shards) return shardMain();
   const stale = await dropAllScratchDatabases();
   if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
   const unavailable = new Map<string, string>();
   const requested = args.systems ? (args.systems.split(',') as SystemName[]) : (['docket', ...PEERS] as SystemName[]);
+  // --peers-latest: each requested peer's latest release on Node 24 beside its repository release.
+  if (args['peers-latest']) {
+    for (const system of [...requested]) {
+      const latest = `${system}-latest`;
+      if (isLatestSystem(latest) && !requested.includes(latest)) requested.push(latest);
+    }
+  }
+  for (const system of requested)
+    if (!SYSTEM_NAMES.includes(system)) throw new Error(`unknown system ${system}; known: ${SYSTEM_NAMES.join(', ')}`);
   const contenders = await contendersFor(requested, unavailable);
   const docket = contenders.filter((c) => c.module.name === 'docket');
   const [sqlite] = requested.includes('docket') ? await contendersFor(['docket-sqlite'], unavailable) : [];
+  // The raw-SQL reference belongs to the limit (and to the backlog drains): it joins the drains
+  // only, since its store side is Docket's and every other workload would measure Docket again.
+  const [reference] =
+    (only.has('limit') || only.has('backlog')) && !requested.includes('raw-sql')
+      ? await contendersFor(['raw-sql'], unavailable)
+      : [];
+  const drainContenders = reference ? [...contenders, reference] : contenders;
   for (const [system, reason] of unavailable) log(`${system} unavailable: ${reason}`);
   log(
     `contenders: ${contenders.map((c) => c.label).join(', ')}; rounds ${rounds}; concurrency ${concurrency}; out ${outDir}`,
@@ -469,7 +557,7 @@ async function main(): Promise<void> {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     machine: await machineInfo(),
     options: { rounds, concurrency, maxMinutes, workloads: [...only], sizes: SIZES },
-    configs: [...contenders, ...(sqlite ? [sqlite] : [])].map((c) => ({
+    configs: [...drainContenders, ...(sqlite ? [sqlite] : [])].map((c) => ({
       label: c.label,
       system: c.module.name,
       variant: c.variant,
@@ -488,7 +576,7 @@ async function main(): Promise<void> {
       for (const n of SIZES.drainJobs) {
         for (const procs of SIZES.drainProcs) {
           await alternate(
-            contenders,
+            drainContenders,
             'drain',
             { jobs: n, procs },
             results,
@@ -497,6 +585,17 @@ async function main(): Promise<void> {
           );
         }
       }
+    }
+    if (only.has('limit') && !only.has('drain') && reference) {
+      // The reference drain without the drain workload: Docket tuned beside it, at the first size.
+      const pair = [...docket.filter((c) => c.variant === 'tuned'), reference];
+      const n = SIZES.drainJobs[0]!;
+      await alternate(pair, 'drain', { jobs: n, procs: 1 }, results, (c, round) =>
+        drainRun(c, n, 1, { round, capMs: SIZES.drainCapMs }),
+      );
+    }
+    if (only.has('backlog')) {
+      await backlogDrains(drainContenders, results);
     }
     if (only.has('stream')) {
       for (const rate of SIZES.streamRates) {
@@ -660,12 +759,13 @@ async function main(): Promise<void> {
       }));
     }
   } finally {
-    for (const contender of [...contenders, ...(sqlite ? [sqlite] : [])]) {
+    for (const contender of [...drainContenders, ...(sqlite ? [sqlite] : [])]) {
       await contender.module
         .destroy(contender.config)
         .catch((error: Error) => log(`cleanup ${contender.label}: ${error.message}`));
     }
     rmSync(scratchDir, { recursive: true, force: true });
+    if (args['peers-latest']) (await import('./peers-latest/remote-system.js')).closeRemoteHosts();
   }
 
   bench.finishedAt = new Date().toISOString();
@@ -682,7 +782,37 @@ async function main(): Promise<void> {
   if (smoke && unavailable.size > 0) process.exitCode = 1;
 }
 
-main().catch((error: unknown) => {
+/** `--soak`: the soak alone (it loads the machine for its whole length; see soak.ts). */
+async function soakMain(): Promise<void> {
+  const soakOnly = [
+    'minutes',
+    'rate',
+    'retention-ms',
+    'prune-interval-ms',
+    'sample-seconds',
+    'vacuum-seconds',
+  ] as const;
+  if (!args.soak) {
+    const stray = soakOnly.filter((name) => args[name] !== undefined);
+    if (stray.length > 0) throw new Error(`${stray.map((n) => `--${n}`).join(', ')} only apply with --soak`);
+    return main();
+  }
+  const options = parseSoakOptions(args, concurrency);
+  const out = args.out ?? BENCH_DIR;
+  const stale = await dropAllScratchDatabases();
+  if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
+  log(`soak: ${JSON.stringify(options)}; out ${out}`);
+  try {
+    const result = await runSoak(options, `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), log);
+    console.log(soakMarkdown(result));
+    log(`wrote ${writeSoakReport(result, out).join(', ')}`);
+    if (result.problems.length > 0) process.exitCode = 1;
+  } finally {
+    rmSync(scratchDir, { recursive: true, force: true });
+  }
+}
+
+soakMain().catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });

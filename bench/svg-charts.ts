@@ -121,3 +121,50 @@ export function spikeChart(title: string, fromMs: number, toMs: number, series: 
     '',
   ].join('\n');
 }
+
+/** One line of a time-series chart: a label and (seconds, value) points. */
+export interface TimeSeries {
+  label: string;
+  points: [number, number][];
+}
+
+/** A line chart over time with linear axes from 0 (the soak's sizes, claim times and RSS). */
+export function timeSeriesChart(title: string, yLabel: string, series: readonly TimeSeries[]): string {
+  const plotW = WIDTH - MARGIN.left - MARGIN.right;
+  const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
+  const points = series.flatMap((s) => s.points).filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]));
+  const maxX = Math.max(1, ...points.map((p) => p[0]));
+  const maxY = Math.max(Number.MIN_VALUE, ...points.map((p) => p[1])) * 1.05 || 1;
+  const x = (v: number) => MARGIN.left + (v / maxX) * plotW;
+  const y = (v: number) => MARGIN.top + (1 - v / maxY) * plotH;
+  const parts: string[] = [];
+  for (let k = 0; k <= 4; k += 1) {
+    const value = (maxY * k) / 4;
+    parts.push(
+      `<line x1="${MARGIN.left}" y1="${y(value)}" x2="${MARGIN.left + plotW}" y2="${y(value)}" stroke="#eee"/>`,
+      `<text x="${MARGIN.left - 5}" y="${y(value) + 4}" text-anchor="end">${Number(value.toPrecision(3))}</text>`,
+    );
+    const at = (maxX * k) / 4;
+    parts.push(
+      `<text x="${x(at)}" y="${MARGIN.top + plotH + 15}" text-anchor="middle">${Math.round(at / 60)} min</text>`,
+    );
+  }
+  parts.push(
+    `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 8}" text-anchor="middle">time since the soak started</text>`,
+    `<text x="14" y="${MARGIN.top + plotH / 2}" transform="rotate(-90 14 ${MARGIN.top + plotH / 2})" text-anchor="middle">${escapeXml(yLabel)}</text>`,
+  );
+  series.forEach((s, n) => {
+    const color = COLORS[n % COLORS.length]!;
+    const d = s.points
+      .filter((p) => Number.isFinite(p[1]))
+      .map((p, k) => `${k === 0 ? 'M' : 'L'}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`)
+      .join(' ');
+    if (d) parts.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"/>`);
+    const ly = MARGIN.top + 10 + n * 16;
+    parts.push(
+      `<line x1="${WIDTH - MARGIN.right + 12}" y1="${ly}" x2="${WIDTH - MARGIN.right + 30}" y2="${ly}" stroke="${color}" stroke-width="3"/>`,
+      `<text x="${WIDTH - MARGIN.right + 35}" y="${ly + 4}">${escapeXml(s.label)}</text>`,
+    );
+  });
+  return frame(title, parts.join('\n'));
+}

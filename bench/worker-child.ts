@@ -16,7 +16,7 @@ export type ToChild = { type: 'load'; config: SystemConfig } | { type: 'start' }
 /** Messages this process sends. */
 export type FromChild =
   | { type: 'loaded' }
-  | { type: 'ready'; pid: number }
+  | { type: 'ready'; pid: number; node: string }
   | { type: 'starts'; triples: number[] }
   | { type: 'rss'; rssBytes: number; atMs: number }
   | { type: 'stopped'; peakRssBytes: number }
@@ -63,7 +63,7 @@ async function start(): Promise<void> {
     pending.push(i, wallNowMs(), Date.now());
   });
   sampleRss();
-  send({ type: 'ready', pid: process.pid });
+  send({ type: 'ready', pid: process.pid, node: process.version });
 }
 
 async function stop(): Promise<void> {

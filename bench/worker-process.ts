@@ -99,14 +99,20 @@ export class WorkerProcess {
   private failure: string | null = null;
   private exited = false;
   private stoppedReceived = false;
+  /** The Node version the child reported when it started. */
+  node = '';
 
   private constructor(
     private readonly recorder: StartRecorder,
-    options: { cpuProfileDir?: string | undefined },
+    options: { cpuProfileDir?: string | undefined; nodePath?: string | undefined },
   ) {
     const execArgv = ['--import', 'tsx'];
     if (options.cpuProfileDir) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
-    this.child = fork(CHILD_ENTRY, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(CHILD_ENTRY, [], {
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      ...(options.nodePath ? { execPath: options.nodePath } : {}),
+    });
     this.child.on('message', (message: FromChild) => this.onMessage(message));
     this.child.on('exit', (code, signal) => {
       this.exited = true;
@@ -123,7 +129,7 @@ export class WorkerProcess {
     recorder: StartRecorder,
     options: { cpuProfileDir?: string | undefined; timeoutMs?: number; onForked?: (pid: number) => void } = {},
   ): Promise<WorkerProcess> {
-    const worker = new WorkerProcess(recorder, options);
+    const worker = new WorkerProcess(recorder, { ...options, nodePath: config.nodePath });
     // Before it loads anything, so all of its work happens wherever the caller put it (a cgroup).
     options.onForked?.(worker.pid);
     await worker.exchange({ type: 'load', config }, 'loaded', options.timeoutMs ?? 60_000);
@@ -234,6 +240,7 @@ export class WorkerProcess {
     switch (message.type) {
       case 'loaded':
       case 'ready':
+        if (message.type === 'ready') this.node = message.node;
         if (this.replyWaiter?.type === message.type) this.replyWaiter.resolve();
         break;
       case 'starts':

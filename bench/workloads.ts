@@ -50,6 +50,8 @@ export interface RunRecord {
   spikeHistogram?: number[];
   /** RSS samples over a long run: [seconds since start, MiB] per process. */
   rssTimeline?: [number, number][][];
+  /** The Node version(s) the worker processes ran on. */
+  workerNode?: string;
   wallMs: number;
 }
 
@@ -162,6 +164,7 @@ async function finishTimedSubmits(
 }
 
 async function stopAll(run: RunRecord, workers: WorkerProcess[]): Promise<void> {
+  run.workerNode = [...new Set(workers.map((worker) => worker.node))].join(', ');
   const summaries = await Promise.all(workers.map((worker) => worker.stop()));
   run.rss = summaries.map(rssRecord);
   for (const worker of workers) if (worker.error) fail(run, `worker ${worker.pid}: ${worker.error}`, 'error');
@@ -179,7 +182,7 @@ export async function drainRun(
   contender: Contender,
   n: number,
   procs: number,
-  options: RunOptions & { workload?: string; fresh?: boolean },
+  options: RunOptions & { workload?: string; fresh?: boolean; insertChunk?: number },
 ): Promise<RunRecord> {
   const run = record(contender, options.workload ?? 'drain', options, { jobs: n, procs });
   const wallStart = wallNowMs();
@@ -187,7 +190,7 @@ export async function drainRun(
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
   try {
-    const insertMs = await insertAll(store, benchJobs(n));
+    const insertMs = await insertAll(store, benchJobs(n), options.insertChunk);
     run.metrics.insertJobsPerSec = n / (insertMs / 1000);
     const recorder = new StartRecorder(n);
     workers = await WorkerProcess.startMany(procs, contender.config, recorder, {

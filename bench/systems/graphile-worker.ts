@@ -1,18 +1,21 @@
 /**
- * graphile-worker 0.17 driver. Default: the library's defaults at the shared concurrency. Tuned: the
+ * graphile-worker driver (0.17 from the repository's node_modules; the same driver runs 0.18 from
+ * bench/peers-latest, whose API for what is used here is unchanged). Default: the library's defaults at the shared concurrency. Tuned: the
  * configuration from its performance page (worker.graphile.org/docs/performance): local queue of
  * 500, batched completions and failures (`completeJobBatchDelay: 0`, `failJobBatchDelay: 0`) and a
  * pool of concurrency + 1.
  */
-import { Logger, makeWorkerUtils, run, runMigrations, type WorkerUtils } from 'graphile-worker';
+
+import type { WorkerUtils } from 'graphile-worker';
+import * as graphileWorker from 'graphile-worker';
 import pg from 'pg';
 import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
-import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule } from './system.js';
+import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
 
 const TASK = 'bench_noop';
 
-// Silent: graphile-worker logs every job at info level, and printing 100,000 lines would measure the terminal.
-const silentLogger = new Logger(() => () => {});
+/** What the driver uses of the library, so another release of it can be passed in. */
+export type GraphileWorkerLibrary = Pick<typeof graphileWorker, 'Logger' | 'makeWorkerUtils' | 'run' | 'runMigrations'>;
 
 function preset(config: SystemConfig) {
   if (config.variant === 'default') return undefined;
@@ -26,70 +29,82 @@ function preset(config: SystemConfig) {
   };
 }
 
-/** graphile-worker behind the bench interface. */
-export const graphileWorkerSystem: SystemModule = {
-  name: 'graphile-worker',
-  variants: ['default', 'tuned'],
+/** graphile-worker behind the bench interface, for one release of the library. */
+export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: SystemName): SystemModule {
+  const { makeWorkerUtils, run, runMigrations } = lib;
+  // Silent: graphile-worker logs every job at info level, and printing 100,000 lines would measure the terminal.
+  const silentLogger = new lib.Logger(() => () => {});
+  return {
+    name,
+    variants: ['default', 'tuned'],
 
-  describe(variant, concurrency) {
-    return variant === 'default'
-      ? `run({ concurrency: ${concurrency} }); everything else default (pollInterval 2000 ms + LISTEN/NOTIFY, no local queue, unbatched completions, pool 10)`
-      : `run({ concurrency: ${concurrency}, preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0, maxPoolSize: ${concurrency + 1} } } }) (published performance configuration)`;
-  },
+    describe(variant, concurrency) {
+      return variant === 'default'
+        ? `run({ concurrency: ${concurrency} }); everything else default (pollInterval 2000 ms + LISTEN/NOTIFY, no local queue, unbatched completions, pool 10)`
+        : `run({ concurrency: ${concurrency}, preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0, maxPoolSize: ${concurrency + 1} } } }) (published performance configuration)`;
+    },
 
-  async reset(config) {
-    await recreateDatabase(databaseNameOf(config.databaseUrl));
-    await runMigrations({ connectionString: config.databaseUrl, logger: silentLogger });
-  },
+    async reset(config) {
+      await recreateDatabase(databaseNameOf(config.databaseUrl));
+      await runMigrations({ connectionString: config.databaseUrl, logger: silentLogger });
+    },
 
-  async openStore(config) {
-    const utils: WorkerUtils = await makeWorkerUtils({ connectionString: config.databaseUrl, logger: silentLogger });
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
-    // An idle connection dropped by the server (a database dropped WITH (FORCE)) must not crash the run.
-    pool?.on('error', () => {});
-    return {
-      async insert(jobs: readonly BenchJob[]) {
-        await utils.addJobs(
-          jobs.map((job) => ({ identifier: TASK, payload: { i: job.i }, ...(job.runAt ? { runAt: job.runAt } : {}) })),
-        );
-      },
-      async submitOne(i: number) {
-        await utils.addJob(TASK, { i });
-      },
-      async remainingDue() {
-        const { rows } = await pool.query<{ n: string }>(
-          `SELECT count(*)::text AS n FROM graphile_worker._private_jobs WHERE run_at <= now() AND attempts < max_attempts`,
-        );
-        return Number(rows[0]?.n ?? 0);
-      },
-      async close() {
-        await utils.release();
-        await pool.end();
-      },
-    };
-  },
-
-  async startWorker(config, onStart) {
-    const runner = await run({
-      connectionString: config.databaseUrl,
-      concurrency: config.concurrency,
-      noHandleSignals: true,
-      logger: silentLogger,
-      taskList: {
-        [TASK]: async (payload) => {
-          onStart(benchIndexOf(payload));
+    async openStore(config) {
+      const utils: WorkerUtils = await makeWorkerUtils({ connectionString: config.databaseUrl, logger: silentLogger });
+      const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+      // An idle connection dropped by the server (a database dropped WITH (FORCE)) must not crash the run.
+      pool?.on('error', () => {});
+      return {
+        async insert(jobs: readonly BenchJob[]) {
+          await utils.addJobs(
+            jobs.map((job) => ({
+              identifier: TASK,
+              payload: { i: job.i },
+              ...(job.runAt ? { runAt: job.runAt } : {}),
+            })),
+          );
         },
-      },
-      ...(preset(config) ? { preset: preset(config) } : {}),
-    });
-    return {
-      async stop() {
-        await runner.stop();
-      },
-    };
-  },
+        async submitOne(i: number) {
+          await utils.addJob(TASK, { i });
+        },
+        async remainingDue() {
+          const { rows } = await pool.query<{ n: string }>(
+            `SELECT count(*)::text AS n FROM graphile_worker._private_jobs WHERE run_at <= now() AND attempts < max_attempts`,
+          );
+          return Number(rows[0]?.n ?? 0);
+        },
+        async close() {
+          await utils.release();
+          await pool.end();
+        },
+      };
+    },
 
-  async destroy(config) {
-    await dropDatabase(databaseNameOf(config.databaseUrl));
-  },
-};
+    async startWorker(config, onStart) {
+      const runner = await run({
+        connectionString: config.databaseUrl,
+        concurrency: config.concurrency,
+        noHandleSignals: true,
+        logger: silentLogger,
+        taskList: {
+          [TASK]: async (payload) => {
+            onStart(benchIndexOf(payload));
+          },
+        },
+        ...(preset(config) ? { preset: preset(config) } : {}),
+      });
+      return {
+        async stop() {
+          await runner.stop();
+        },
+      };
+    },
+
+    async destroy(config) {
+      await dropDatabase(databaseNameOf(config.databaseUrl));
+    },
+  };
+}
+
+/** graphile-worker (the repository's release) behind the bench interface. */
+export const graphileWorkerSystem: SystemModule = makeGraphileWorkerSystem(graphileWorker, 'graphile-worker');

@@ -20,6 +20,10 @@ export const SYSTEM_NAMES = [
   'graphile-worker',
   'pg-boss',
   'bullmq',
+  'raw-sql',
+  'graphile-worker-latest',
+  'pg-boss-latest',
+  'bullmq-latest',
 ] as const;
 
 /** One of {@link SYSTEM_NAMES}. */
@@ -43,6 +47,8 @@ export interface SystemConfig {
   shards?: readonly string[] | undefined;
   /** docket-sharded only: one sharded store (`store`, the default) or one Docket per cluster (`independent`). */
   shardLayout?: 'store' | 'independent' | undefined;
+  /** The Node binary its worker processes run on (the peers' latest releases: Node 24); absent = the harness's. */
+  nodePath?: string | undefined;
 }
 
 /** One job to insert: its bench index, and a run time when it must not start at once. */
@@ -110,6 +116,12 @@ export async function loadSystem(name: SystemName): Promise<SystemModule> {
       return (await import('./pg-boss.js')).pgBossSystem;
     case 'bullmq':
       return (await import('./bullmq.js')).bullmqSystem;
+    case 'raw-sql':
+      return (await import('./raw-sql.js')).rawSqlSystem;
+    case 'graphile-worker-latest':
+    case 'pg-boss-latest':
+    case 'bullmq-latest':
+      return (await import('../peers-latest/latest.js')).loadLatestSystem(name);
   }
 }
 

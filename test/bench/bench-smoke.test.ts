@@ -2,8 +2,8 @@
  * The benchmark harness in smoke mode, so it cannot rot: every system (Docket on PostgreSQL and
  * SQLite, graphile-worker, pg-boss, BullMQ) runs every workload at tiny sizes, each run checked for
  * exactly-once execution, and the report is written; then the shard benchmark (`--shards --smoke`:
- * two throwaway clusters in CPU-capped cgroups, about 20 s). Speed is not judged here; `npm run
- * bench` is.
+ * two throwaway clusters in CPU-capped cgroups, about 20 s) and a seconds-long soak with a short
+ * retention. Speed is not judged here; `npm run bench` is.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -38,6 +38,8 @@ describe('benchmark harness (smoke mode)', () => {
     expect(report).toMatch(/graphile-worker/);
     expect(report).toMatch(/docket/);
     expect(existsSync(join(outDir, 'results.json'))).toBe(true);
+    // The raw-SQL reference drains beside Docket whenever the limit runs.
+    expect(report).toMatch(/raw-sql/);
   }, 240_000);
 
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
@@ -62,5 +64,46 @@ describe('benchmark harness (smoke mode)', () => {
     expect(results.spike?.status).toBe('ok');
     expect(results.spike?.metrics.early).toBe(0);
     expect(readFileSync(join(shardDir, 'RESULTS.md'), 'utf8')).toMatch(/## Shards: drain throughput/);
+  }, 120_000);
+
+  it('soaks for a few seconds with a short retention: every job once, pruning deletes finished rows', async () => {
+    const soakDir = join(outDir, 'soak');
+    const { code, output } = await runBench([
+      '--soak',
+      '--minutes',
+      '0.1',
+      '--rate',
+      '200',
+      '--retention-ms',
+      '1500',
+      '--prune-interval-ms',
+      '2000',
+      '--sample-seconds',
+      '2',
+      '--out',
+      soakDir,
+    ]);
+    expect(code, output.slice(-4000)).toBe(0);
+    const result = JSON.parse(readFileSync(join(soakDir, 'soak.json'), 'utf8')) as {
+      totals: {
+        offered: number;
+        submitted: number;
+        submitErrors: number;
+        started: number;
+        duplicates: number;
+        strays: number;
+      };
+      samples: unknown[];
+      prunes: { deleted: number }[];
+    };
+    // 200/s for 6 s, open loop: slots still due when the time is up are not submitted.
+    expect(result.totals.submitted).toBeGreaterThan(1_000);
+    expect(result.totals.submitted + result.totals.submitErrors).toBe(result.totals.offered);
+    expect(result.totals.submitErrors).toBe(0);
+    expect(result.totals.started).toBe(result.totals.submitted);
+    expect(result.totals.duplicates + result.totals.strays).toBe(0);
+    expect(result.samples.length).toBeGreaterThanOrEqual(3);
+    expect(result.prunes.some((prune) => prune.deleted > 0)).toBe(true);
+    expect(readFileSync(join(soakDir, 'SOAK.md'), 'utf8')).toMatch(/Flatness/);
   }, 120_000);
 });

@@ -1,0 +1,178 @@
+/**
+ * The raw-SQL reference: what a worker written directly against Docket's own tables with `pg` can
+ * drain, with none of Docket's machinery (no worker registry, no wake-up listener, no lease
+ * renewal, no retry policy, no lapsed-lease sweep, no recurring runs). Docket tuned ÷ this is the
+ * share of the database's reachable speed that Docket's features cost.
+ *
+ * The store side is Docket's (same schema, migrated by Docket, rows inserted by `submitMany`), so
+ * the table, its indexes and its rows are exactly the ones Docket drains. The worker:
+ * - claims up to {@link CLAIM_LIMIT} due pending rows in one statement (`FOR UPDATE SKIP LOCKED`,
+ *   in the pending index's order), setting state, lease, owner, token and attempts as Docket's
+ *   claim does;
+ * - runs them {@link SystemConfig.concurrency} at a time (the tuned systems' concurrency), claiming
+ *   again once its buffer falls below half a claim, one claim in flight;
+ * - finishes them in batches with a fenced update (id AND token AND owner AND state = 'running'),
+ *   one batch in flight, and fails the run if any finish is refused;
+ * - on stop, hands rows it claimed but never started back to pending.
+ */
+import pg from 'pg';
+import { docketSystem } from './docket.js';
+import { benchIndexOf, type SystemModule } from './system.js';
+
+/** Rows per claim: the tuned systems' local queue size. */
+export const CLAIM_LIMIT = 500;
+const SCHEMA = 'docket';
+const QUEUE = 'default';
+const KIND = 'bench.noop';
+/** Wait before claiming again when a claim found nothing due. */
+const IDLE_POLL_MS = 10;
+const LEASE_SECONDS = 30;
+
+/** The claim: due pending rows of one queue and kind in index order, skipping rows another claimer holds. */
+export const RAW_CLAIM_SQL = `
+  WITH c AS (
+    SELECT id FROM ${SCHEMA}.jobs
+    WHERE state = 'pending' AND queue = $2 AND kind = $3 AND run_at <= now()
+    ORDER BY priority, run_at, id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  )
+  UPDATE ${SCHEMA}.jobs j
+  SET state = 'running', lease_until = now() + interval '${LEASE_SECONDS} seconds', lease_owner = $1,
+      token = j.token + 1, attempts = j.attempts + 1
+  FROM c WHERE j.id = c.id
+  RETURNING j.id, j.token, j.payload`;
+
+/** The finish: done, fenced by each row's token and this worker as owner. */
+export const RAW_FINISH_SQL = `
+  UPDATE ${SCHEMA}.jobs j SET state = 'done', finished_at = now(), lease_until = NULL
+  FROM unnest($1::bigint[], $2::int[]) AS f(id, token)
+  WHERE j.id = f.id AND j.token = f.token AND j.lease_owner = $3 AND j.state = 'running'`;
+
+/** The hand-back of claimed, never-started rows on stop (fenced the same way). */
+const RAW_RELEASE_SQL = `
+  UPDATE ${SCHEMA}.jobs j SET state = 'pending', lease_until = NULL, lease_owner = NULL
+  FROM unnest($1::bigint[], $2::int[]) AS f(id, token)
+  WHERE j.id = f.id AND j.token = f.token AND j.lease_owner = $3 AND j.state = 'running'`;
+
+interface ClaimedRow {
+  id: string;
+  token: number;
+  payload: unknown;
+}
+
+/** The raw-SQL reference behind the bench interface. */
+export const rawSqlSystem: SystemModule = {
+  name: 'raw-sql',
+  variants: ['tuned'],
+
+  describe(_variant, concurrency) {
+    return `pg only, on Docket's schema: claim ${CLAIM_LIMIT} due rows per statement (FOR UPDATE SKIP LOCKED), run ${concurrency} at once, finish in batches with a fenced update (id, token, owner, state); no registry, wake-ups, renewal or retries`;
+  },
+
+  reset: (config) => docketSystem.reset(config),
+  openStore: (config) => docketSystem.openStore(config),
+  destroy: (config) => docketSystem.destroy(config),
+
+  async startWorker(config, onStart) {
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 3 });
+    pool.on('error', () => {});
+    const owner = `raw-sql:${process.pid}`;
+    const buffer: ClaimedRow[] = [];
+    const finished: ClaimedRow[] = [];
+    let running = 0;
+    let stopping = false;
+    let failure: Error | null = null;
+    let claiming: Promise<void> | null = null;
+    let finishing: Promise<void> | null = null;
+    let wakeDispatch: (() => void) | null = null;
+
+    const fenced = async (sql: string, rows: ClaimedRow[], what: string) => {
+      const result = await pool.query(sql, [rows.map((r) => r.id), rows.map((r) => r.token), owner]);
+      if (result.rowCount !== rows.length) {
+        throw new Error(`${what}: ${rows.length - (result.rowCount ?? 0)} of ${rows.length} fenced writes refused`);
+      }
+    };
+
+    const flush = () => {
+      if (finishing || finished.length === 0) return;
+      const batch = finished.splice(0, finished.length);
+      finishing = fenced(RAW_FINISH_SQL, batch, 'finish')
+        .catch((error: Error) => {
+          failure ??= error;
+        })
+        .finally(() => {
+          finishing = null;
+          flush();
+          wakeDispatch?.();
+        });
+    };
+
+    const dispatch = () => {
+      while (!stopping && running < config.concurrency && buffer.length > 0) {
+        const row = buffer.shift()!;
+        running += 1;
+        // A no-op handler, like every system's: report the start, then finish.
+        Promise.resolve()
+          .then(() => onStart(benchIndexOf(row.payload)))
+          .then(
+            () => finished.push(row),
+            (error: Error) => {
+              failure ??= error;
+            },
+          )
+          .finally(() => {
+            running -= 1;
+            flush();
+            dispatch();
+          });
+      }
+      if (!stopping && !claiming && buffer.length < CLAIM_LIMIT / 2) claiming = claimLoop();
+    };
+
+    async function claimLoop(): Promise<void> {
+      try {
+        while (!stopping && buffer.length < CLAIM_LIMIT / 2) {
+          const { rows } = await pool.query<ClaimedRow>(RAW_CLAIM_SQL, [owner, QUEUE, KIND, CLAIM_LIMIT]);
+          if (stopping) {
+            if (rows.length > 0) await fenced(RAW_RELEASE_SQL, rows, 'release');
+            break;
+          }
+          buffer.push(...rows);
+          dispatch();
+          if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+        }
+      } catch (error) {
+        failure ??= error as Error;
+      } finally {
+        claiming = null;
+      }
+      if (!stopping) {
+        // Errors end the loop; a later dispatch (or the idle restart below) starts it again.
+        setTimeout(dispatch, failure ? 100 : 0);
+      }
+    }
+
+    dispatch();
+    return {
+      async stop() {
+        stopping = true;
+        await claiming;
+        while (running > 0 || finishing || finished.length > 0) {
+          flush();
+          await new Promise<void>((resolve) => {
+            wakeDispatch = resolve;
+            setTimeout(resolve, 5);
+          });
+        }
+        const unstarted = buffer.splice(0, buffer.length);
+        try {
+          if (unstarted.length > 0) await fenced(RAW_RELEASE_SQL, unstarted, 'release');
+        } finally {
+          await pool.end();
+        }
+        if (failure) throw failure;
+      },
+    };
+  },
+};

@@ -1,0 +1,163 @@
+/**
+ * The benchmark's pure parts that decide what a report says: the soak's flag parsing, flatness and
+ * backlog verdicts, and the description of a latest peer rebuilt for the harness's concurrency.
+ */
+import { describe, expect, it } from 'vitest';
+import { interpolateDescription } from '../../bench/peers-latest/remote-system.js';
+import {
+  backlogVerdict,
+  judgeFlatness,
+  parseSoakOptions,
+  type SoakOptions,
+  type SoakResult,
+  type SoakSample,
+} from '../../bench/soak.js';
+import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS } from '../../src/docket.js';
+
+function sample(atS: number, overrides: Partial<SoakSample> = {}): SoakSample {
+  return {
+    atS,
+    submitted: 0,
+    submittedPerSec: 1_000,
+    submitCallP50Ms: 1,
+    submitCallP99Ms: 2,
+    started: 0,
+    startedPerSec: 1_000,
+    startLatencyP50Ms: 3,
+    startLatencyP99Ms: 5,
+    backlog: 10,
+    claims: 100,
+    rowsPerClaim: 10,
+    claimP50Ms: 2,
+    claimP99Ms: 8,
+    claimMaxMs: 20,
+    prunes: 0,
+    prunedRows: 0,
+    workerRssMb: 120,
+    workerHeapMb: 40,
+    tableMb: 50,
+    heapMb: 40,
+    indexesMb: 10,
+    liveTuples: 0,
+    deadTuples: 0,
+    autovacuums: 0,
+    vacuums: 0,
+    ...overrides,
+  };
+}
+
+const SHORT: SoakOptions = {
+  minutes: 30,
+  ratePerSec: 1_000,
+  retentionMs: 5 * 60_000,
+  pruneIntervalMs: 60_000,
+  sampleSeconds: 30,
+  vacuumSeconds: 0,
+  concurrency: 24,
+};
+
+describe('soak flags', () => {
+  it('defaults to the issue soak: 30 min at 1,000/s with Docket’s own retention and prune interval', () => {
+    expect(parseSoakOptions({}, 24)).toEqual({
+      minutes: 30,
+      ratePerSec: 1_000,
+      retentionMs: DEFAULT_RETENTION_MS,
+      pruneIntervalMs: DEFAULT_PRUNE_INTERVAL_MS,
+      sampleSeconds: 30,
+      vacuumSeconds: 0,
+      concurrency: 24,
+    });
+  });
+
+  it('refuses bad values, naming the flag', () => {
+    expect(() => parseSoakOptions({ minutes: '-1' }, 24)).toThrow(/--minutes must be a positive number, got "-1"/);
+    expect(() => parseSoakOptions({ 'retention-ms': '1.5' }, 24)).toThrow(/--retention-ms must be a positive integer/);
+    expect(() => parseSoakOptions({ rate: 'fast' }, 24)).toThrow(/--rate must be a positive integer/);
+    expect(() => parseSoakOptions({ minutes: '1', 'sample-seconds': '90' }, 24)).toThrow(/longer than the soak/);
+  });
+});
+
+describe('soak flatness', () => {
+  const times = Array.from({ length: 60 }, (_, k) => (k + 1) * 30);
+
+  it('judges only the samples after the first prune cycle, and passes steady metrics', () => {
+    // A slow start before the first prune cycle (60 s + one sample) must not count.
+    const samples = times.map((t) => sample(t, t <= 90 ? { claimP50Ms: 50, workerRssMb: 300 } : {}));
+    const verdicts = judgeFlatness(samples, SHORT);
+    expect(verdicts.map((v) => [v.metric, v.flat])).toEqual([
+      ['claim p50', true],
+      ['claim p99', true],
+      ['worker RSS', true],
+      ['table size', true],
+    ]);
+  });
+
+  it('flags a table that keeps growing although pruning should have caught up', () => {
+    const samples = times.map((t) => sample(t, { tableMb: t / 10 }));
+    const table = judgeFlatness(samples, SHORT).find((v) => v.metric === 'table size');
+    expect(table?.flat).toBe(false);
+    expect(table?.maxPct).toBeGreaterThan(20);
+  });
+
+  it('does not judge table size when the retention outlasts the soak (nothing is old enough to prune)', () => {
+    const samples = times.map((t) => sample(t, { tableMb: t / 10 }));
+    const table = judgeFlatness(samples, { ...SHORT, retentionMs: DEFAULT_RETENTION_MS }).find(
+      (v) => v.metric === 'table size',
+    );
+    expect(table?.judged).toBe(false);
+    expect(table?.flat).toBeNull();
+    expect(table?.note).toMatch(/--retention-ms/);
+  });
+
+  it('reads one slow window of claim p99 as noise, a sustained rise as a trend', () => {
+    const spike = times.map((t) => sample(t, t === 900 ? { claimP99Ms: 80 } : {}));
+    expect(judgeFlatness(spike, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(true);
+    const rise = times.map((t) => sample(t, { claimP99Ms: t > 900 ? 20 : 8 }));
+    expect(judgeFlatness(rise, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(false);
+  });
+});
+
+describe('soak backlog verdict', () => {
+  function result(backlogs: number[], achieved: number): SoakResult {
+    return {
+      command: '',
+      startedAt: '',
+      finishedAt: '',
+      options: SHORT,
+      postgresSettings: { autovacuum: 'on' },
+      samples: backlogs.map((backlog, k) => sample(k * 30, { backlog })),
+      prunes: [],
+      flatness: [],
+      totals: {
+        offered: 0,
+        submitted: 0,
+        submitErrors: 0,
+        started: 0,
+        duplicates: 0,
+        strays: 0,
+        unfinished: 0,
+        achievedRatePerSec: achieved,
+      },
+      problems: [],
+    };
+  }
+
+  it('says none when every sample stays under a second of the offer and the offer was met', () => {
+    expect(backlogVerdict(result([3, 40, 900], 990))).toMatch(/^none/);
+  });
+
+  it('says it did not keep up when the backlog grew or the submits fell short of the offer', () => {
+    expect(backlogVerdict(result([3, 40, 5_000], 1_000))).toMatch(/kept up: no/);
+    expect(backlogVerdict(result([3, 4], 700))).toMatch(/kept up: no.*70 %/);
+  });
+});
+
+describe('latest peer descriptions', () => {
+  it('rebuilds every concurrency-dependent number and keeps the constants', () => {
+    const at1000 = 'run({ concurrency: 1000, preset: { localQueue: { size: 500 }, maxPoolSize: 1001 } }), workers 4000';
+    const at2000 = 'run({ concurrency: 2000, preset: { localQueue: { size: 500 }, maxPoolSize: 2001 } }), workers 8000';
+    expect(interpolateDescription(at1000, at2000, 24)).toBe(
+      'run({ concurrency: 24, preset: { localQueue: { size: 500 }, maxPoolSize: 25 } }), workers 96',
+    );
+  });
+});
