@@ -21,6 +21,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { Docket } from '../../docket.js';
 import type { Job } from '../../job/job.js';
 import { inspectStore, parseStoreUrl } from '../../store/open-store.js';
@@ -357,7 +358,7 @@ async function playStory(
     (e) => e.event === 'started' && e.jobId === job4.id,
     lapseMs,
   );
-  childB.process.kill('SIGSTOP');
+  await freezeOutsideWriteLock(childB, url);
   timeline.line(
     'SIGSTOP',
     `child-B (pid ${childB.pid}) frozen, like a long GC pause, while it holds job ${job4.id} with token ${started4.token}`,
@@ -518,6 +519,39 @@ function spawnDemoWorker(config: DemoWorkerConfig, timeline: DemoTimeline): Chil
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   return { name: config.name, process: child, pid: child.pid, exited, stderr };
+}
+
+/**
+ * Freezes `child` with SIGSTOP, but never while it holds SQLite's write lock. The story models a
+ * long GC pause of a worker holding a job; a process frozen inside a write transaction would
+ * instead hold the file's one write lock and stop every other process (SQLite's nature, see
+ * docs/operations.md, "SQLite settings"). A worker that just claimed may at once send its next
+ * claim or a heartbeat, so after each stop a probe asks for the write lock, waiting a little
+ * longer than the parent's own short transactions take; while it stays taken, the child is let
+ * run a moment and frozen again. On PostgreSQL row locks stop nobody else: a plain SIGSTOP.
+ */
+async function freezeOutsideWriteLock(child: ChildWorker, url: string): Promise<void> {
+  child.process.kill('SIGSTOP');
+  const location = parseStoreUrl(url);
+  if (location.kind !== 'sqlite') return;
+  const probe = new Database(location.path, { timeout: 250 });
+  try {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      try {
+        probe.exec('BEGIN IMMEDIATE');
+        probe.exec('ROLLBACK');
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+        child.process.kill('SIGCONT');
+        await sleep(10);
+        child.process.kill('SIGSTOP');
+      }
+    }
+    throw new StoryError('child-B could not be frozen outside a write transaction of the SQLite file');
+  } finally {
+    probe.close();
+  }
 }
 
 function killQuietly(child: ChildWorker, signal: NodeJS.Signals): void {
