@@ -21,7 +21,6 @@ import { existsSync, rmSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { Docket } from '../../docket.js';
 import type { Job } from '../../job/job.js';
 import { inspectStore, parseStoreUrl } from '../../store/open-store.js';
@@ -534,6 +533,9 @@ async function freezeOutsideWriteLock(child: ChildWorker, url: string): Promise<
   child.process.kill('SIGSTOP');
   const location = parseStoreUrl(url);
   if (location.kind !== 'sqlite') return;
+  // Loaded here, not at the top: a PostgreSQL-only install has no better-sqlite3, and the CLI
+  // must still start there (test/package/optional-sqlite.test.ts).
+  const { default: Database } = await import('better-sqlite3');
   const probe = new Database(location.path, { timeout: 250 });
   try {
     for (let attempt = 0; attempt < 40; attempt++) {
