@@ -202,4 +202,29 @@ describe('checkScheduleSlots', () => {
     expect(verdict.violations).toEqual([]);
     expect(verdict).toMatchObject({ gaps: 0, removedByPause: 1 });
   });
+
+  it('bounds recovery after a kill, and on SQLite reports one across another process pause apart', () => {
+    // Worker 1 is killed at 1,000 holding job 1; worker 2 claims it 6,000 ms later (bound 3,500 ms)
+    // while worker 3 was paused.
+    const history: ChaosHistory = {
+      ...base,
+      submitted: [{ id: '1', key: 'k1', kind: 'chaos.ok', maxAttempts: 20 }],
+      faults: [
+        { type: 'kill', at: 1000, pid: 1 },
+        { type: 'pause', at: 1500, until: 5000, pid: 3 },
+      ],
+      ledger: [
+        { e: 'start', w: 'a', pid: 1, j: '1', a: 1, t: 1, c: 500, r: 500, s: 500 },
+        { e: 'start', w: 'b', pid: 2, j: '1', a: 2, t: 2, c: 7000, r: 500, s: 7000 },
+        { e: 'effect', w: 'b', pid: 2, j: '1', t: 2 },
+        { e: 'completed', w: 'b', pid: 2, j: '1', t: 2 },
+      ],
+      jobs: [row('1', { token: 2, attempts: 2 })],
+    };
+    const postgres = checkChaosRun(history);
+    expect(postgres.violations).toEqual([expect.stringMatching(/^I8 job 1 .* claimed again 6000 ms/)]);
+    const sqlite = checkChaosRun({ ...history, pauseHoldsEveryWriter: true });
+    expect(sqlite.violations).toEqual([]);
+    expect(sqlite.figures).toMatchObject({ worstRecoveryDuringRestartMs: 6000, worstRecoveryAfterKillMs: null });
+  });
 });

@@ -60,6 +60,12 @@ export interface ChaosHistory {
   leaseMs: number;
   pollIntervalMs: number;
   recoverySlackMs: number;
+  /**
+   * True on SQLite, where one file has one write lock: a process paused inside a write
+   * transaction stops every other process's claims until it runs again (docs/operations.md,
+   * "SQLite settings"), so a pause there counts like a fleet freeze for I8.
+   */
+  pauseHoldsEveryWriter?: boolean;
   submitted: SubmittedJob[];
   faults: FaultEvent[];
   workerCuts: CommitCut[];
@@ -323,8 +329,11 @@ export function checkChaosRun(history: ChaosHistory): ChaosVerdict {
   let worstRecoveryAfterLostClaimMs: number | null = null;
   for (const fault of history.faults) {
     if ((fault.type !== 'kill' && fault.type !== 'poisonExit') || fault.pid === undefined) continue;
-    // A restart or a fleet freeze stops every claim: recoveries across one are reported apart.
-    const duringRestart = [...restarts, ...history.faults.filter((f) => f.type === 'freezeAll')].some(
+    // A restart or a fleet freeze stops every claim: recoveries across one are reported apart. So
+    // does a pause on SQLite, whose paused process may hold the file's one write lock.
+    const stopsEveryClaim = (f: FaultEvent) =>
+      f.type === 'freezeAll' || (history.pauseHoldsEveryWriter === true && f.type === 'pause');
+    const duringRestart = [...restarts, ...history.faults.filter(stopsEveryClaim)].some(
       (r) => r.at <= fault.at + recoveryBoundMs && (r.until ?? r.at) + 2000 >= fault.at - history.leaseMs,
     );
     for (const start of startsByPid.get(fault.pid) ?? []) {

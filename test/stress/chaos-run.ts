@@ -316,6 +316,7 @@ class ChaosRun {
       leaseMs: o.leaseMs,
       pollIntervalMs: o.pollIntervalMs,
       recoverySlackMs: o.recoverySlackMs,
+      pauseHoldsEveryWriter: o.store === 'sqlite',
       submitted: this.submitted,
       faults: this.faults,
       workerCuts: this.workerProxy?.cuts ?? [],
