@@ -12,7 +12,7 @@
  * - when the timer set to the next known run time fires;
  * - on every poll (`pollIntervalMs`), which catches what hints cannot: lapsed leases of dead
  *   workers, other processes' submits on SQLite, notifications lost while LISTEN was down.
- * Lapsed leases are looked for by at most one claim per {@link LAPSED_SWEEP_INTERVAL_MS}; the
+ * Lapsed leases are looked for by at most one claim per 250 ms (lapsed-search-pacer.ts); the
  * others lease due pending jobs only (their search costs a busy PostgreSQL a walk over every
  * finished job's dead index entry).
  * A claim that comes back short means nothing more is due; if the next run time is not known it is
@@ -27,6 +27,7 @@ import type { Clock, ClockTimer } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { Store, WakeUp } from '../store/store.js';
+import { LapsedSearchPacer } from './lapsed-search-pacer.js';
 
 /** Settings and callbacks for a {@link JobClaimer}. */
 export interface JobClaimerOptions {
@@ -84,15 +85,6 @@ const CLAIM_BACKOFF_BASE_MS = 50;
 const CLAIM_BACKOFF_MAX_MS = 1000;
 /** Re-measure the database clock offset every this many polls. */
 const OFFSET_EVERY_POLLS = 30;
-/**
- * A claim takes over lapsed leases (and parks exhausted ones) at most this often, ms; the claims
- * in between lease due pending jobs only. Finding lapsed leases reads the running index from its
- * head, and on PostgreSQL every job that finished since the last VACUUM left a dead entry there:
- * measured at 150,000 finished jobs, 625 of a 10-job claim's 1,867 buffers, growing with every
- * job drained, in each of a busy worker's claims (the 1M-backlog cliff of issue 17). A lease that
- * lapses is taken over at most this much later; the recovery bound (lease + poll + slack) holds.
- */
-export const LAPSED_SWEEP_INTERVAL_MS = 250;
 
 /** Runs claims when jobs may be due, as many as free slots allow. */
 export class JobClaimer {
@@ -125,8 +117,8 @@ export class JobClaimer {
   /** The smallest such error seen; later samples much worse than it are ignored. */
   private bestOffsetErrorMs = Number.POSITIVE_INFINITY;
   private polls = 0;
-  /** Monotonic ms when the last claim that looked for lapsed leases was sent. */
-  private lapsedSweptAtMs = Number.NEGATIVE_INFINITY;
+  /** Which claims also look for lapsed leases. */
+  private readonly lapsedSearch = new LapsedSearchPacer();
   /** Numbers this worker's claims, so each records its own lease owner. */
   private claimSeq = 0;
   /**
@@ -280,9 +272,7 @@ export class JobClaimer {
     // instead of leaving the jobs stranded for a lease and charged an attempt.
     this.claimSeq += 1;
     const owner = `${this.options.owner}/${this.instance}.${this.claimSeq}`;
-    const includeLapsed = sentAt - this.lapsedSweptAtMs >= LAPSED_SWEEP_INTERVAL_MS;
-    const previousSweepMs = this.lapsedSweptAtMs;
-    if (includeLapsed) this.lapsedSweptAtMs = sentAt;
+    const includeLapsed = this.lapsedSearch.next(sentAt);
     let jobs: ClaimedJob[];
     try {
       jobs = await this.store.jobClaim({
@@ -294,8 +284,7 @@ export class JobClaimer {
         includeLapsed,
       });
     } catch (error) {
-      // The sweep did not happen: the next claim looks for lapsed leases again.
-      if (includeLapsed) this.lapsedSweptAtMs = previousSweepMs;
+      this.lapsedSearch.failed(sentAt);
       this.reserved -= limit;
       this.options.onError(error, 'claim');
       this.unanswered.add(owner);

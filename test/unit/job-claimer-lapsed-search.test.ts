@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
 import type { ClaimedJob } from '../../src/job/job.js';
 import type { JobClaimParams, Store, WakeUp } from '../../src/store/store.js';
-import { JobClaimer, LAPSED_SWEEP_INTERVAL_MS } from '../../src/worker/job-claimer.js';
+import { JobClaimer } from '../../src/worker/job-claimer.js';
+import { LAPSED_SWEEP_INTERVAL_MS } from '../../src/worker/lapsed-search-pacer.js';
 
 /** A store whose claims answer from `answers` in turn: a job count, or an error to throw. */
 function scriptedStore(answers: (number | Error)[]) {
