@@ -82,6 +82,23 @@ describe('PostgresStore: opening and migrations', () => {
       return result.rows.map((row) => row.table_name);
     });
     expect(tables).toEqual(['dead_jobs', 'jobs', 'migrations', 'queues', 'schedules', 'workers']);
+    // Migration 5: the jobs table is vacuumed and analysed as a queue table, not at 20 % dead.
+    const options = await withClient(async (client) => {
+      const result = await client.query<{ reloptions: string[] }>(
+        `SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = $1 AND c.relname = 'jobs'`,
+        [db.schema],
+      );
+      return result.rows[0]?.reloptions;
+    });
+    expect(options).toEqual(
+      expect.arrayContaining([
+        'autovacuum_vacuum_scale_factor=0.01',
+        'autovacuum_vacuum_threshold=5000',
+        'autovacuum_analyze_scale_factor=0.02',
+        'autovacuum_analyze_threshold=5000',
+      ]),
+    );
   });
 
   it('refuses a schema name that is not a plain identifier', async () => {
