@@ -504,7 +504,7 @@ async function backlogDrains(all: readonly Contender[], results: RunRecord[]): P
   for (const n of SIZES.backlogJobs) {
     const chosen = all.filter(
       (c) =>
-        c.module.name === 'docket' ||
+        c.module.name.startsWith('docket') ||
         c.module.name === 'raw-sql' ||
         (c.module.name === 'graphile-worker' && (n < largest || SIZES.backlogJobs.length === 1)),
     );
