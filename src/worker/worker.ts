@@ -3,7 +3,7 @@
  *
  * Overview. A {@link JobClaimer} leases due jobs into free slots (and, with `prefetch`, into a local
  * buffer of leased jobs that start as slots free, without a round trip); each job's handler runs with an
- * AbortSignal while the {@link LeaseRenewer} heartbeats every lease this worker holds in one batch;
+ * AbortSignal while the {@link LeaseRenewer} heartbeats every lease this worker holds in one batch (per partition);
  * a return is completed through the {@link JobCompleter} (batched, each fenced by its own token),
  * a throw is recorded with `jobFail` and a decision from `decideAfterFailure`. Each job's run is a
  * JobExecution, whose one state says which of these is under way; the {@link ExecutionRunner}
@@ -21,6 +21,13 @@
  *   heartbeat can reach the database before it would lapse.
  * - Nothing escapes as an unhandled rejection: every store call is awaited inside a try, errors
  *   are logged and emitted as `'error'` events and retried with backoff.
+ *
+ * Partitions: on a store with partitions (a sharded store's shards, `Store.partitions()`), each
+ * partition gets its own JobClaimer, prefetch buffer, LeaseRenewer and JobCompleter, so a slow or
+ * unreachable shard delays only its own claims, heartbeats and completions. Each partition has
+ * the room one worker on it alone would have, so every shard is claimed in full-size batches
+ * (see freeSlots); a partition holding nothing may always claim one job, and buffered jobs start
+ * the partitions in turn, so none starves. A store without partitions is the one partition.
  *
  * Routing: a worker claims only the kinds it has handlers for (or its explicit `kinds` subset),
  * resolved at `start()` and widened when a handler is registered while it runs (ClaimKinds);

@@ -80,11 +80,11 @@ describe('a worker on a sharded store', () => {
     const queue = 'hang-claims';
     const { docket } = await openDocket();
     docket.handle('k', async () => {});
+    const [hung] = await direct[2]!.jobSubmit({ jobs: [spec('k', queue)] });
     const unlock = await lockShard(2);
     try {
       const worker = docket.worker({ concurrency: 4, queues: [queue], pollIntervalMs: 200 });
       await worker.start();
-      const [hung] = await direct[2]!.jobSubmit({ jobs: [spec('k', queue)] });
       const healthy = [
         ...(await direct[0]!.jobSubmit({ jobs: Array.from({ length: 20 }, () => spec('k', queue)) })),
         ...(await direct[1]!.jobSubmit({ jobs: Array.from({ length: 20 }, () => spec('k', queue)) })),
