@@ -144,7 +144,8 @@ export class Worker {
     const clock = this.clock;
     this.logger = childLogger(deps.logger, { workerId: this.id });
     this.report = new WorkerReporter(this.id, this.logger, deps.events, clock);
-    this.partitions = deps.store.partitions?.() ?? { parts: [deps.store], partOfId: () => 0 };
+    const offered = deps.store.partitions?.();
+    this.partitions = offered && offered.parts.length > 0 ? offered : { parts: [deps.store], partOfId: () => 0 };
     const partCount = this.partitions.parts.length;
     this.buffer = new PartitionedBuffer(partCount);
     this.runningByPart = new Array<number>(partCount).fill(0);

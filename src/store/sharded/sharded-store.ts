@@ -10,8 +10,11 @@
  *   src/submit/) come from a healthy shard; a job whose reserved id names another shard than the
  *   one it must go to is given an id reserved on that shard, remembered per reserved id, so a
  *   retry of the same submit writes under the same id again and never twice.
- * - Claims ask every live shard at once, each for a share of the limit (at least one job), and
- *   wait for the slowest only {@link CLAIM_STRAGGLER_MS} after the first answer: a down or slow
+ * - Workers claim, heartbeat and complete each shard on its own, through {@link partitions}
+ *   (one claim loop per shard, full-size claims, no shard waiting for another).
+ * - This store's own jobClaim, for direct callers, asks every live shard at once, each for a
+ *   share of the limit (at least one job), and waits for the slowest only
+ *   {@link CLAIM_STRAGGLER_MS} after the first answer: a down or slow
  *   shard never holds up the others. An answer that arrives after the wait, and jobs beyond the
  *   limit, are kept leased in a small surplus handed to the next claim (with a wake-up to
  *   listeners), or released once they are {@link SURPLUS_MAX_AGE_MS} old: no claimed job is lost
