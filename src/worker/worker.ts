@@ -26,8 +26,8 @@
  * partition gets its own JobClaimer, prefetch buffer, LeaseRenewer and JobCompleter, so a slow or
  * unreachable shard delays only its own claims, heartbeats and completions. Each partition has
  * the room one worker on it alone would have, so every shard is claimed in full-size batches
- * (see freeSlots); a partition holding nothing may always claim one job, and buffered jobs start
- * the partitions in turn, so none starves. A store without partitions is the one partition.
+ * (see freeSlots); each partition may always hold its even share of the handler slots
+ * (fairShare), and buffered jobs start the partitions in turn, so none starves. A store without partitions is the one partition.
  *
  * Routing: a worker claims only the kinds it has handlers for (or its explicit `kinds` subset),
  * resolved at `start()` and widened when a handler is registered while it runs (ClaimKinds);
@@ -194,7 +194,11 @@ export class Worker {
           idleSlots: () => this.idleSlots(index),
           onClaimed: (jobs, sentAt, limit) => this.onClaimed(index, jobs, sentAt, limit),
           onError: (error, operation) => {
-            if (operation === 'claim') this.partAnswered[index] = false;
+            if (operation === 'claim') {
+              this.partAnswered[index] = false;
+              // The failed claim's reserved room is free again for the other partitions' loops.
+              if (this.claimers.length > 1) this.slotFreed();
+            }
             onError(error, operation);
           },
           onClaimAnswered: () => {
@@ -376,17 +380,22 @@ export class Worker {
       shared += this.prefetch(index);
       if (index !== part) shared -= claimer.reservedSlots;
     }
-    return Math.max(Math.min(own, shared), this.starvationFloor(part));
+    return Math.max(Math.min(own, shared), this.fairShare(part));
   }
 
   /**
-   * A partition that holds nothing here may always claim one job, whatever the others hold: a
-   * shard with a single due job is claimed as soon as it is known, never after a busy shard's
-   * backlog, and its job starts at the next freed slot (the buffer starts partitions in turn).
+   * Room a partition always has, whatever the others hold or have in flight: its even share of
+   * the handler slots (at least one job), less what it holds. So a shard with a due job (a single
+   * new one, or a job whose lease lapsed when its worker died) is claimed at its next wake-up,
+   * timer or poll even while busy shards keep every slot full, as the merged claim asked every
+   * shard for at least one job; its job then starts at the next freed slot, the buffer starting
+   * partitions in turn. Over several partitions the worker may hold up to one such share each
+   * beyond the common bound: a few jobs buffered, leased and heartbeated.
    */
-  private starvationFloor(part: number): number {
+  private fairShare(part: number): number {
     if (this.claimers.length === 1) return 0;
-    return (this.runningByPart[part] ?? 0) + this.buffer.sizeOf(part) === 0 ? 1 : 0;
+    const share = Math.max(1, Math.ceil(this.options.concurrency / this.claimers.length));
+    return Math.max(0, share - (this.runningByPart[part] ?? 0) - this.buffer.sizeOf(part));
   }
 
   /** Jobs to hold beyond the free slots now, per partition: the fixed `prefetch`, or the automatic one's current target. */
@@ -401,7 +410,7 @@ export class Worker {
     let idle = this.options.concurrency - this.runner.running - this.buffer.size;
     if (this.claimers.length === 1) return idle;
     for (const [index, claimer] of this.claimers.entries()) if (index !== part) idle -= claimer.reservedSlots;
-    return Math.max(idle, this.starvationFloor(part));
+    return Math.max(idle, this.fairShare(part));
   }
 
   /** Tells every claim loop a slot was freed, a different one first each time. */
@@ -422,6 +431,8 @@ export class Worker {
 
   private onClaimed(part: number, jobs: ClaimedJob[], sentAt: number, limit: number): void {
     this.autoPrefetch?.[part]?.claimAnswered(jobs.length, limit);
+    // A short claim gives back room it had reserved: the other partitions' loops may use it now.
+    if (jobs.length < limit && this.claimers.length > 1) this.slotFreed();
     const batch: BufferedJob[] = [];
     for (const job of jobs) {
       const lease: JobLease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
