@@ -205,6 +205,37 @@ describe('a worker on a sharded store', () => {
     await worker.stop();
   }, 60_000);
 
+  it("claims a due job of a shard within its share of the slots while another shard's jobs fill them all", async () => {
+    const queue = 'fair-share';
+    const { docket } = await openDocket();
+    const started = new Set<string>();
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    docket.handle('block', async (_payload, ctx) => {
+      started.add(ctx.jobId);
+      await released;
+    });
+    await direct[0]!.jobSubmit({ jobs: Array.from({ length: 20 }, () => spec('block', queue)) });
+    await direct[1]!.jobSubmit({ jobs: [spec('block', queue)] });
+    // Concurrency 6 over 3 shards: each shard may always hold 2, whatever the others hold.
+    const worker = docket.worker({ concurrency: 6, prefetch: 0, queues: [queue] });
+    try {
+      await worker.start();
+      await expect.poll(() => worker.runningCount, { timeout: 10_000 }).toBe(6);
+      // Every slot is taken, shard 1 holds one job; a new one there (or a lapsed lease) is still claimed at once.
+      const [late] = await direct[1]!.jobSubmit({ jobs: [spec('block', queue)] });
+      await expect.poll(() => stateOf(1, late!.id), { timeout: 3_000 }).toBe('running');
+      expect(started.has(late!.id)).toBe(false);
+      release();
+      await expect.poll(() => stateOf(1, late!.id), { timeout: 10_000 }).toBe('done');
+    } finally {
+      release();
+      await worker.stop();
+    }
+  }, 60_000);
+
   it('claims each shard in batches of the full room, not the room split over the shards', async () => {
     const queue = 'full-batches';
     const { docket, store } = await openDocket();
