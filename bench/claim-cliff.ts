@@ -4,6 +4,7 @@
  *
  *   npx tsx bench/claim-cliff.ts                       100,000 jobs, 75,000 drained first
  *   npx tsx bench/claim-cliff.ts --jobs 1000000 --drained 750000
+ *   npx tsx bench/claim-cliff.ts --drain-lease-ms 1    leases of the drained jobs already ended
  *
  * A job leaves the pending index's predicate when it is claimed (state pending → running), so its
  * entry at the head of `jobs_pending` (queue, kind, priority, run_at, id) is dead from then on, and
@@ -12,7 +13,9 @@
  * jobs, a claim of 510 per 510. This script submits `--jobs` due jobs into a fresh schema with
  * autovacuum off for the table, drains `--drained` of them the way workers do (claims of 500, each
  * followed by the fenced completion's UPDATE), then prints EXPLAIN (ANALYZE, BUFFERS) of the claim
- * at 10 and 510 jobs (each rolled back), before and after a VACUUM. The schema is dropped at the end.
+ * at 10 and 510 jobs (each rolled back), before and after a VACUUM: with the lapsed-lease search
+ * (twice: the first walk marks the dead entries it passes, the second shows what the worker's
+ * every-250-ms search then costs) and without it (the worker's other claims). The schema is dropped at the end.
  * `--plans` prints each plan in full (with planning time), for the decision record.
  */
 import { parseArgs } from 'node:util';
@@ -25,17 +28,31 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '100000' },
     drained: { type: 'string', default: '75000' },
     plans: { type: 'boolean', default: false },
+    'drain-lease-ms': { type: 'string', default: '30000' },
   },
 });
 const jobs = Number(values.jobs);
 const drainedTarget = Number(values.drained);
+const drainLeaseMs = Number(values['drain-lease-ms']);
 if (!Number.isInteger(jobs) || !Number.isInteger(drainedTarget) || drainedTarget >= jobs || drainedTarget < 0) {
   throw new Error('--jobs and --drained must be integers with 0 <= drained < jobs');
 }
 const url = process.env.DOCKET_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `cliff_${process.pid}`;
 const KIND = 'bench.noop';
-const claimParams = (limit: number) => [null, 'bench', limit, 30_000, null, [KIND], []];
+// The drain's leases end at once (--drain-lease-ms, default 30 s), as they have for every job
+// finished more than a lease ago in a long drain: the lapsed-lease search then walks their dead
+// running-index entries, which the default 30 s hides in a drain shorter than that.
+const claimParams = (limit: number, leaseMs = 30_000, includeLapsed = true) => [
+  null,
+  'bench',
+  limit,
+  leaseMs,
+  null,
+  [KIND],
+  [],
+  includeLapsed,
+];
 
 const admin = new pg.Client({ connectionString: url });
 await admin.connect();
@@ -51,7 +68,7 @@ try {
   const claims = new PostgresClaimQueries(schema);
   let drained = 0;
   while (drained < drainedTarget) {
-    const claimed = await admin.query<{ id: string | null }>(claims.claimSql, claimParams(500));
+    const claimed = await admin.query<{ id: string | null }>(claims.claimSql, claimParams(500, drainLeaseMs, false));
     const ids = claimed.rows.flatMap((row) => (row.id === null ? [] : [row.id]));
     if (ids.length === 0) break;
     await admin.query(
@@ -60,12 +77,15 @@ try {
     );
     drained += ids.length;
   }
-  const explain = async (limit: number): Promise<string> => {
+  const explain = async (limit: number, includeLapsed = true): Promise<string> => {
     await admin.query('BEGIN');
     try {
+      // As the store runs a claim that searches lapsed leases: plain index scans, which mark the
+      // dead entries they pass (PostgresClaimQueries.planLapsedSearch).
+      if (includeLapsed) await claims.planLapsedSearch(admin);
       const plan = await admin.query<{ 'QUERY PLAN': string }>(
         `EXPLAIN (ANALYZE, BUFFERS, SUMMARY, TIMING OFF, COSTS OFF) ${claims.claimSql}`,
-        claimParams(limit),
+        claimParams(limit, 30_000, includeLapsed),
       );
       if (values.plans) console.log(plan.rows.map((row) => `    ${row['QUERY PLAN']}`).join('\n'));
       const lines = plan.rows.map((row) => row['QUERY PLAN'].trim());
@@ -79,10 +99,17 @@ try {
     }
   };
   console.log(`${jobs - drained} pending, ${drained} finished, no vacuum since: their entries lead the pending index`);
-  for (const limit of [10, 510]) console.log(`  claim of ${String(limit).padStart(3)}: ${await explain(limit)}`);
+  const both = async () => {
+    for (const limit of [10, 510]) {
+      console.log(`  claim of ${String(limit).padStart(3)}, lapsed search: ${await explain(limit)}`);
+      console.log(`  claim of ${String(limit).padStart(3)}, lapsed again:  ${await explain(limit)}`);
+      console.log(`  claim of ${String(limit).padStart(3)}, pending only:  ${await explain(limit, false)}`);
+    }
+  };
+  await both();
   await admin.query(`VACUUM ${schema}.jobs`);
   console.log('after VACUUM:');
-  for (const limit of [10, 510]) console.log(`  claim of ${String(limit).padStart(3)}: ${await explain(limit)}`);
+  await both();
 } finally {
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await admin.end();

@@ -110,6 +110,7 @@ async function postgresBench(name: string, tree: Tree): Promise<Bench> {
           null,
           params.kinds ? [...params.kinds] : null,
           params.excludeKinds ? [...params.excludeKinds] : [],
+          true,
         ].slice(0, used);
         const rolledBack = async <R extends pg.QueryResultRow>(text: string) => {
           await client.query('BEGIN');

@@ -26,6 +26,7 @@ import type { ClaimedJob, Job } from '../job/job.js';
 import { MAX_KIND_LENGTH, QUEUE_NAME_PATTERN, unstorableReason } from '../job/job-spec.js';
 import { decideAfterFailure } from '../retry/backoff.js';
 import { DEFAULT_REGISTRY_TTL_MS } from '../routing/worker-registration.js';
+import { LapsedSearchPacer } from '../worker/lapsed-search-pacer.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { ClaimWaiter } from './claim-waiter.js';
@@ -243,6 +244,8 @@ export function remoteWorkerRoutes(
 
   const routes = new Hono<AppEnv>();
   routes.use('*', requireScope('worker'));
+  // The service's claims for all its remote workers search for lapsed leases at most every 250 ms.
+  const lapsedSearch = new LapsedSearchPacer();
 
   routes.post('/claim', async (c) => {
     const body = await readBody(c, claimRequestSchema);
@@ -258,7 +261,14 @@ export function remoteWorkerRoutes(
       // token number handed out again (a promoted standby that never saw this claim) cannot
       // validate this claim's late writes even when the same workerId claims it.
       const owner = `${body.workerId}/${randomBytes(8).toString('hex')}`;
-      const jobs = await store.jobClaim({ owner, limit: body.limit, leaseMs: body.leaseMs, ...filter });
+      const sentAtMs = performance.now();
+      const includeLapsed = lapsedSearch.next(sentAtMs);
+      const jobs = await store
+        .jobClaim({ owner, limit: body.limit, leaseMs: body.leaseMs, includeLapsed, ...filter })
+        .catch((error: unknown) => {
+          lapsedSearch.failed(sentAtMs);
+          throw error;
+        });
       if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
         for (const job of jobs) {
           bounded(leases);

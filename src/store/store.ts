@@ -140,6 +140,14 @@ export interface JobClaimParams extends AtTime, KindFilter {
   leaseMs: number;
   /** Only these queues; all queues when omitted. */
   queues?: readonly string[] | undefined;
+  /**
+   * Whether this claim also takes over lapsed leases and parks the lapsed jobs whose attempts are
+   * used up (default true). Finding them reads the running jobs' index from its head, where every
+   * job that finished since the last VACUUM leaves a dead entry on PostgreSQL: a busy worker
+   * therefore asks for them only every so often (the claimer's LAPSED_SWEEP_INTERVAL_MS), not in
+   * each of its hundreds of claims a second. False claims due pending jobs only.
+   */
+  includeLapsed?: boolean | undefined;
 }
 
 /**

@@ -12,6 +12,9 @@
  * - when the timer set to the next known run time fires;
  * - on every poll (`pollIntervalMs`), which catches what hints cannot: lapsed leases of dead
  *   workers, other processes' submits on SQLite, notifications lost while LISTEN was down.
+ * Lapsed leases are looked for by at most one claim per 250 ms (lapsed-search-pacer.ts); the
+ * others lease due pending jobs only (their search costs a busy PostgreSQL a walk over every
+ * finished job's dead index entry).
  * A claim that comes back short means nothing more is due; if the next run time is not known it is
  * re-read (`jobNextRunAt`) and a timer set to it. A hint that names a later run time only pulls
  * that timer earlier, so a job submitted later but due sooner is never missed.
@@ -24,6 +27,7 @@ import type { Clock, ClockTimer } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { StorePartition, WakeUp } from '../store/store.js';
+import { LapsedSearchPacer } from './lapsed-search-pacer.js';
 
 /** Settings and callbacks for a {@link JobClaimer}. */
 export interface JobClaimerOptions {
@@ -113,6 +117,8 @@ export class JobClaimer {
   /** The smallest such error seen; later samples much worse than it are ignored. */
   private bestOffsetErrorMs = Number.POSITIVE_INFINITY;
   private polls = 0;
+  /** Which claims also look for lapsed leases. */
+  private readonly lapsedSearch = new LapsedSearchPacer();
   /** Numbers this worker's claims, so each records its own lease owner. */
   private claimSeq = 0;
   /**
@@ -271,6 +277,7 @@ export class JobClaimer {
     // instead of leaving the jobs stranded for a lease and charged an attempt.
     this.claimSeq += 1;
     const owner = `${this.options.owner}/${this.instance}.${this.claimSeq}`;
+    const includeLapsed = this.lapsedSearch.next(sentAt);
     let jobs: ClaimedJob[];
     try {
       jobs = await this.store.jobClaim({
@@ -279,8 +286,10 @@ export class JobClaimer {
         leaseMs: this.options.leaseMs,
         queues: this.options.queues,
         kinds: this.options.kinds(),
+        includeLapsed,
       });
     } catch (error) {
+      this.lapsedSearch.failed(sentAt);
       this.reserved -= limit;
       this.options.onError(error, 'claim');
       this.unanswered.add(owner);

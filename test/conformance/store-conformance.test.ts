@@ -554,6 +554,42 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
     });
   });
 
+  describe('lapsed leases, searched or not', () => {
+    it('takes over no lapsed lease and parks nothing in a claim with includeLapsed false; the next searching claim does both', async () => {
+      const q = nextQueue();
+      const [crashed, exhausted, due] = (
+        await store.jobSubmit({
+          now: t(0),
+          jobs: [
+            spec({ kind: 'conf.lapse.crashed', queue: q, runAt: t(1), priority: 0 }),
+            spec({ kind: 'conf.lapse.exhausted', queue: q, runAt: t(2), maxAttempts: 1, priority: 0 }),
+            spec({ kind: 'conf.lapse.due', queue: q, runAt: t(50), priority: 5 }),
+          ],
+        })
+      ).map((r) => r.id);
+      expect(
+        (await store.jobClaim({ owner: 'gone', limit: 2, leaseMs: LEASE_MS, queues: [q], now: t(10) })).map(
+          (j) => j.id,
+        ),
+      ).toEqual([crashed, exhausted]);
+      // Both leases lapsed at t(40). Without the search the claim sees the due job alone.
+      const pendingOnly = await store.jobClaim({
+        owner: 'w',
+        limit: 5,
+        leaseMs: LEASE_MS,
+        queues: [q],
+        now: t(60),
+        includeLapsed: false,
+      });
+      expect(pendingOnly.map((j) => j.id)).toEqual([due]);
+      expect((await mustGet(crashed!)).state).toBe('running');
+      expect((await mustGet(exhausted!)).state, 'not parked by a claim that does not search').toBe('running');
+      const searching = await store.jobClaim({ owner: 'w', limit: 5, leaseMs: LEASE_MS, queues: [q], now: t(61) });
+      expect(searching.map((j) => [j.id, j.attempts])).toEqual([[crashed, 2]]);
+      expect((await mustGet(exhausted!)).state).toBe('dead');
+    });
+  });
+
   describe('lease boundaries', () => {
     it('ends a lease at lease_until: the job is claimable then, and a heartbeat at that instant is refused', async () => {
       const q = nextQueue();

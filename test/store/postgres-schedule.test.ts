@@ -119,6 +119,7 @@ describe('PostgresStore: recurring schedules under concurrency', () => {
         null,
         null,
         [],
+        true,
       ]);
       const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
       expect(text, text).not.toMatch(/Seq Scan on jobs/);

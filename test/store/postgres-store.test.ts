@@ -82,6 +82,23 @@ describe('PostgresStore: opening and migrations', () => {
       return result.rows.map((row) => row.table_name);
     });
     expect(tables).toEqual(['dead_jobs', 'jobs', 'migrations', 'queues', 'schedules', 'workers']);
+    // Migration 5: the jobs table is vacuumed and analysed as a queue table, not at 20 % dead.
+    const options = await withClient(async (client) => {
+      const result = await client.query<{ reloptions: string[] }>(
+        `SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = $1 AND c.relname = 'jobs'`,
+        [db.schema],
+      );
+      return result.rows[0]?.reloptions;
+    });
+    expect(options).toEqual(
+      expect.arrayContaining([
+        'autovacuum_vacuum_scale_factor=0.01',
+        'autovacuum_vacuum_threshold=5000',
+        'autovacuum_analyze_scale_factor=0.02',
+        'autovacuum_analyze_threshold=5000',
+      ]),
+    );
   });
 
   it('refuses a schema name that is not a plain identifier', async () => {
@@ -230,11 +247,11 @@ describe('PostgresStore: query plans', () => {
         const result = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
         return result.rows.map((row) => row['QUERY PLAN']).join('\n');
       });
-    const claimPlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, null, null, []]);
+    const claimPlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, null, null, [], true]);
     if (process.env.DOCKET_PRINT_PLANS) console.log(claimPlan);
     expect(claimPlan, claimPlan).not.toMatch(/Seq Scan on jobs/);
     expect(claimPlan, claimPlan).toMatch(/jobs_pending_kind_claim_idx/);
-    const queuePlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, ['default'], null, []]);
+    const queuePlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, ['default'], null, [], true]);
     expect(queuePlan, queuePlan).not.toMatch(/Seq Scan on jobs/);
     const nextPlan = await explain(store.jobQueries.nextRunAtSql, [T0, null, null, []]);
     if (process.env.DOCKET_PRINT_PLANS) console.log(nextPlan);
@@ -247,7 +264,7 @@ describe('PostgresStore: query plans', () => {
       try {
         const result = await client.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
           `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
-          [T0, 'w', 10, 1000, null, null, []],
+          [T0, 'w', 10, 1000, null, null, [], true],
         );
         const plan = result.rows[0]!['QUERY PLAN'][0].Plan;
         return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);

@@ -394,9 +394,15 @@ export class PostgresStore implements Store {
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
     if (claimLimit(params.limit) === 0) return [];
     positiveMs('leaseMs', params.leaseMs);
-    const fast = await this.claims.claimOrDefer(this.pool, params);
-    if (!fast.needsTransaction) return fast.jobs;
+    // A claim that looks for lapsed leases runs in a transaction of its own that plans with plain
+    // index scans (PostgresClaimQueries.planLapsedSearch); the others, the bulk, stay one statement.
+    const searchesLapsed = params.includeLapsed !== false;
+    if (!searchesLapsed) {
+      const fast = await this.claims.claimOrDefer(this.pool, params);
+      if (!fast.needsTransaction) return fast.jobs;
+    }
     return this.inTransaction(async (client) => {
+      if (searchesLapsed) await this.claims.planLapsedSearch(client);
       const jobs = await this.claims.claimInTransaction(client, params);
       const scheduleIds = claimedScheduleIds(jobs);
       if (scheduleIds.length === 0) return jobs;

@@ -190,15 +190,22 @@ export class SqliteClaimQueries {
 
   /**
    * The first `limit` claimable jobs in claim order (priority, run_at, id): lapsed leases of
-   * allowed kinds from jobs_running_lease, merged with each allowed (queue, kind, priority)
+   * allowed kinds from jobs_running_lease (unless `includeLapsed` is false), merged with each allowed (queue, kind, priority)
    * triple's due range from jobs_pending_kind_claim. Triples are read lowest priority first, and
    * the walk stops once `limit` candidates rank before every triple still unread, so a claim
    * reads about `limit` rows; priority order holds across kinds.
    */
-  candidates(nowMs: number, limit: number, queues: readonly string[] | undefined, filter: KindFilter): Candidate[] {
+  candidates(
+    nowMs: number,
+    limit: number,
+    queues: readonly string[] | undefined,
+    filter: KindFilter,
+    includeLapsed = true,
+  ): Candidate[] {
     const queueList = queues === undefined ? null : JSON.stringify(queues);
-    const candidates =
-      filter.kinds === undefined && (filter.excludeKinds ?? []).length === 0
+    const candidates = !includeLapsed
+      ? []
+      : filter.kinds === undefined && (filter.excludeKinds ?? []).length === 0
         ? this.stmt.lapsed.all({ now: nowMs, limit, queues: queueList })
         : this.stmt.lapsedOfKinds.all({ now: nowMs, limit, queues: queueList, ...kindParams(filter) });
     const triples = this.pendingTriples(queues, filter).sort((a, b) => a.priority - b.priority);

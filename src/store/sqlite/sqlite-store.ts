@@ -269,7 +269,8 @@ export class SqliteStore implements Store {
       // first, whatever the limit and whatever its kind (parking hands nothing out): handing it out would let a job that kills its worker every
       // time run for ever (invariant I5), and parking only the ones a small batch walked past
       // would leave the rest in a state that differs from store to store.
-      for (const exhausted of this.claims.lapsedExhausted(nowMs, params.queues)) {
+      const includeLapsed = params.includeLapsed !== false;
+      for (const exhausted of includeLapsed ? this.claims.lapsedExhausted(nowMs, params.queues) : []) {
         this.jobs.moveToDead(exhausted.id, nowMs, {
           attempt: exhausted.attempts,
           atMs: nowMs,
@@ -277,7 +278,7 @@ export class SqliteStore implements Store {
           message: `${LEASE_EXPIRED_MESSAGE}; parked after ${exhausted.attempts} attempts`,
         });
       }
-      const candidates = this.claims.candidates(nowMs, params.limit, params.queues, params);
+      const candidates = this.claims.candidates(nowMs, params.limit, params.queues, params, includeLapsed);
       if (candidates.length === 0) return { jobs: [], earliestMs: null, nowMs };
       const rows = this.claims.leaseMany(candidates, {
         nowMs,
