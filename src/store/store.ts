@@ -756,6 +756,38 @@ export interface Store {
    */
   jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult>;
 
+  /**
+   * Optional: the store's independent partitions (a sharded store's shards), each driven by a
+   * worker on its own: its own claims, wake-ups, timers, heartbeats and completion batches, so a
+   * slow or unreachable partition never holds up another's, and each claims full batches.
+   * Undefined (or absent) for a store of one database: the worker then drives the store itself.
+   */
+  partitions?(): StorePartitions | undefined;
+
   /** Releases connections and handles; the store is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/**
+ * The calls a worker makes on one partition of a store ({@link Store.partitions}), with the same
+ * meaning as on the store: claims, next-run-at and wake-ups cover that partition's jobs only; the
+ * lease writes take only leases of its jobs.
+ */
+export type StorePartition = Pick<
+  Store,
+  | 'now'
+  | 'jobClaim'
+  | 'jobNextRunAt'
+  | 'jobReleaseByOwner'
+  | 'jobHeartbeatMany'
+  | 'jobCompleteMany'
+  | 'subscribe'
+  | 'isConnectionLoss'
+>;
+
+/** A store's partitions and which one holds a job. */
+export interface StorePartitions {
+  readonly parts: readonly StorePartition[];
+  /** The index in `parts` of the partition that holds job `id` (its id names it, no lookup). */
+  partOfId(id: string): number;
 }

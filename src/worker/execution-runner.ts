@@ -8,7 +8,6 @@ import type { Clock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
 import type { DocketEvents } from './docket-events.js';
-import type { JobCompleter } from './job-completer.js';
 import { JobExecution, type JobExecutionHooks } from './job-execution.js';
 import type { HandlerOutcome } from './job-executor.js';
 import { createJobContext, invokeHandler } from './job-executor.js';
@@ -16,6 +15,8 @@ import type { AbortReason, JobHandler } from './job-handler.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import type { OutcomeWriter } from './outcome-writer.js';
+import type { PartitionedCompleter } from './partitioned-completer.js';
+import type { PartitionedRenewer } from './partitioned-renewer.js';
 import type { WorkerReporter } from './worker-reporter.js';
 
 /** What an {@link ExecutionRunner} runs with. */
@@ -28,12 +29,12 @@ export interface ExecutionRunnerDependencies {
   events: DocketEvents;
   report: WorkerReporter;
   outcomes: OutcomeWriter;
-  completer: JobCompleter;
-  renewer: LeaseRenewer;
+  completer: PartitionedCompleter;
+  renewer: PartitionedRenewer;
   /** Keeps an outcome write for shutdown to wait on (and errors from escaping). */
   track(write: Promise<void>): void;
-  /** A handler let go of its slot after holding it `heldMs`: start buffered jobs, claim again. */
-  onSlotFreed(heldMs: number): void;
+  /** A handler let go of the slot of `lease` after holding it `heldMs`: start buffered jobs, claim again. */
+  onSlotFreed(heldMs: number, lease: JobLease): void;
 }
 
 /**
@@ -147,7 +148,7 @@ export class ExecutionRunner implements JobExecutionHooks {
   onSlotFreed(execution: JobExecution): void {
     this.holdingSlots -= 1;
     if (this.holdingSlots === 0) this.handlersIdle?.();
-    this.deps.onSlotFreed(execution.elapsedMs());
+    this.deps.onSlotFreed(execution.elapsedMs(), execution.lease);
   }
 
   /** {@link JobExecutionHooks.onFinished}: nothing more is written for `execution`; forget its lease. */

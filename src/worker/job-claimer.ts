@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock, ClockTimer } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
-import type { Store, WakeUp } from '../store/store.js';
+import type { StorePartition, WakeUp } from '../store/store.js';
 import { LapsedSearchPacer } from './lapsed-search-pacer.js';
 
 /** Settings and callbacks for a {@link JobClaimer}. */
@@ -135,7 +135,7 @@ export class JobClaimer {
   private readonly clock: Clock;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StorePartition,
     private readonly options: JobClaimerOptions,
   ) {
     this.clock = options.clock ?? systemClock;
@@ -187,6 +187,11 @@ export class JobClaimer {
   /** A slot was freed (or a write finished): claim again if jobs may still be waiting. */
   slotFreed(): void {
     if (this.maybeDue) this.schedulePump();
+  }
+
+  /** Slots promised to this claimer's claims in flight (a worker with several claim loops shares its room by them). */
+  get reservedSlots(): number {
+    return this.reserved;
   }
 
   /** The database clock's current offset from the worker clock, ms. */

@@ -50,7 +50,7 @@ export class JobCompleter {
   private readonly clock: Clock;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Pick<Store, 'jobCompleteMany'>,
     private readonly options: JobCompleterOptions,
   ) {
     this.clock = options.clock ?? systemClock;

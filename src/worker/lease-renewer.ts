@@ -42,7 +42,7 @@ export class LeaseRenewer {
   private paused = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Pick<Store, 'jobHeartbeatMany'>,
     private readonly leaseMs: number,
     private readonly intervalMs: number,
     private readonly events: LeaseRenewerEvents,

@@ -12,14 +12,14 @@ import type { JobLease, Store } from '../store/store.js';
 import { writeWhileHeld } from './fenced-write.js';
 import type { JobExecution } from './job-execution.js';
 import { StaleLeaseError } from './job-handler.js';
-import type { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
+import type { PartitionedRenewer } from './partitioned-renewer.js';
 import type { WorkerReporter } from './worker-reporter.js';
 
 /** What an {@link OutcomeWriter} writes with and reports to. */
 export interface OutcomeWriterDependencies {
   store: Store;
-  renewer: LeaseRenewer;
+  renewer: PartitionedRenewer;
   report: WorkerReporter;
   clock: Clock;
   random: () => number;

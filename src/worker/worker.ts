@@ -3,7 +3,7 @@
  *
  * Overview. A {@link JobClaimer} leases due jobs into free slots (and, with `prefetch`, into a local
  * buffer of leased jobs that start as slots free, without a round trip); each job's handler runs with an
- * AbortSignal while the {@link LeaseRenewer} heartbeats every lease this worker holds in one batch;
+ * AbortSignal while the {@link LeaseRenewer} heartbeats every lease this worker holds in one batch (per partition);
  * a return is completed through the {@link JobCompleter} (batched, each fenced by its own token),
  * a throw is recorded with `jobFail` and a decision from `decideAfterFailure`. Each job's run is a
  * JobExecution, whose one state says which of these is under way; the {@link ExecutionRunner}
@@ -22,6 +22,13 @@
  * - Nothing escapes as an unhandled rejection: every store call is awaited inside a try, errors
  *   are logged and emitted as `'error'` events and retried with backoff.
  *
+ * Partitions: on a store with partitions (a sharded store's shards, `Store.partitions()`), each
+ * partition gets its own JobClaimer, prefetch buffer, LeaseRenewer and JobCompleter, so a slow or
+ * unreachable shard delays only its own claims, heartbeats and completions. Each partition has
+ * the room one worker on it alone would have, so every shard is claimed in full-size batches
+ * (see freeSlots); each partition may always hold its even share of the handler slots
+ * (fairShare), and buffered jobs start the partitions in turn, so none starves. A store without partitions is the one partition.
+ *
  * Routing: a worker claims only the kinds it has handlers for (or its explicit `kinds` subset),
  * resolved at `start()` and widened when a handler is registered while it runs (ClaimKinds);
  * `catchAll: true` claims every kind. It keeps a record of itself (queues, kinds, concurrency) in
@@ -38,20 +45,22 @@
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
-import type { JobLease, Store } from '../store/store.js';
+import type { JobLease, Store, StorePartitions } from '../store/store.js';
 import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ClaimKinds } from './claim-kinds.js';
 import type { DocketEvents } from './docket-events.js';
 import { ExecutionRunner } from './execution-runner.js';
 import { JobClaimer } from './job-claimer.js';
-import { JobCompleter } from './job-completer.js';
 import type { JobHandler } from './job-handler.js';
 import type { LeaseLossReason } from './lease-renewer.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
 import { OutcomeWriter } from './outcome-writer.js';
-import { type BufferedJob, PrefetchBuffer } from './prefetch-buffer.js';
+import { PartitionedBuffer } from './partitioned-buffer.js';
+import { PartitionedCompleter } from './partitioned-completer.js';
+import { PartitionedRenewer } from './partitioned-renewer.js';
+import type { BufferedJob } from './prefetch-buffer.js';
 import type { ResolvedWorkerOptions, WorkerOptions } from './worker-options.js';
 import { resolveWorkerOptions } from './worker-options.js';
 import { WorkerReporter, type WorkerStats } from './worker-reporter.js';
@@ -101,13 +110,24 @@ export class Worker {
   private readonly writes = new Set<Promise<void>>();
   /** Runs handlers and counts those holding slots (a job with no handler holds one only while it starts). */
   private readonly runner: ExecutionRunner;
-  private readonly buffer = new PrefetchBuffer();
-  /** The buffer's size policy with `prefetch: 'auto'` (the default); undefined when it is fixed. */
-  private readonly autoPrefetch: AdaptivePrefetch | undefined;
+  /**
+   * The store's partitions (a sharded store's shards), or the store itself as the one partition.
+   * Each gets its own claim loop, prefetch buffer, heartbeats and completion batches.
+   */
+  private readonly partitions: StorePartitions;
+  private readonly buffer: PartitionedBuffer;
+  /** Per partition, the buffer's size policy with `prefetch: 'auto'` (the default); undefined when it is fixed. */
+  private readonly autoPrefetch: AdaptivePrefetch[] | undefined;
+  /** Per partition, handlers running jobs claimed from it. */
+  private readonly runningByPart: number[];
+  /** Per partition, whether its last claim was answered (a connection loss is logged once over all of them). */
+  private readonly partAnswered: boolean[];
+  /** The claim loop told first of the next freed slot: rotates, so no partition always goes first. */
+  private slotTurn = 0;
   private startingBuffered = false;
-  private readonly renewer: LeaseRenewer;
-  private readonly completer: JobCompleter;
-  private readonly claimer: JobClaimer;
+  private readonly renewer: PartitionedRenewer;
+  private readonly completer: PartitionedCompleter;
+  private readonly claimers: JobClaimer[];
   private readonly upkeep: WorkerUpkeep;
   private stopping: Promise<void> | undefined;
   /** The kinds claims name; null for a catch-all worker. Resolved by start(). */
@@ -124,7 +144,15 @@ export class Worker {
     const clock = this.clock;
     this.logger = childLogger(deps.logger, { workerId: this.id });
     this.report = new WorkerReporter(this.id, this.logger, deps.events, clock);
-    this.autoPrefetch = this.options.prefetchAuto ? new AdaptivePrefetch(clock, this.options.prefetch) : undefined;
+    const offered = deps.store.partitions?.();
+    this.partitions = offered && offered.parts.length > 0 ? offered : { parts: [deps.store], partOfId: () => 0 };
+    const partCount = this.partitions.parts.length;
+    this.buffer = new PartitionedBuffer(partCount);
+    this.runningByPart = new Array<number>(partCount).fill(0);
+    this.partAnswered = new Array<boolean>(partCount).fill(true);
+    this.autoPrefetch = this.options.prefetchAuto
+      ? this.partitions.parts.map(() => new AdaptivePrefetch(clock, this.options.prefetch))
+      : undefined;
     this.claimKinds = new ClaimKinds({
       handlers: deps.handlers,
       kinds: this.options.kinds,
@@ -132,14 +160,14 @@ export class Worker {
       workerId: this.id,
     });
     const onError = (error: unknown, operation: string) => this.report.error(error, operation);
-    this.renewer = new LeaseRenewer(
-      this.store,
+    this.renewer = new PartitionedRenewer(
+      this.partitions,
       this.options.leaseMs,
       this.options.heartbeatIntervalMs,
       { onLost: (lease, reason) => this.onLeaseLost(lease, reason), onError: (error) => onError(error, 'heartbeat') },
       clock,
     );
-    this.completer = new JobCompleter(this.store, {
+    this.completer = new PartitionedCompleter(this.partitions, {
       batchSize: this.options.completionBatchSize,
       flushMs: this.options.completionFlushMs,
       maxInFlight: 2,
@@ -148,26 +176,39 @@ export class Worker {
       random: deps.random,
       clock,
     });
-    this.claimer = new JobClaimer(this.store, {
-      owner: this.id,
-      leaseMs: this.options.leaseMs,
-      queues: this.options.queues,
-      kinds: () => this.currentKinds(),
-      pollIntervalMs: this.options.pollIntervalMs,
-      claimBatchSize: this.options.claimBatchSize,
-      maxConcurrentClaims: this.options.maxConcurrentClaims,
-      minClaimSize: () => {
-        const prefetch = this.prefetch();
-        return prefetch > 0 ? Math.max(1, Math.ceil(prefetch / 2)) : 1;
-      },
-      freeSlots: () => this.freeSlots(),
-      idleSlots: () => this.idleSlots(),
-      onClaimed: (jobs, sentAt, limit) => this.onClaimed(jobs, sentAt, limit),
-      onError,
-      onClaimAnswered: () => this.report.storeAnswered(),
-      random: deps.random,
-      clock,
-    });
+    this.claimers = this.partitions.parts.map(
+      (part, index) =>
+        new JobClaimer(part, {
+          owner: this.id,
+          leaseMs: this.options.leaseMs,
+          queues: this.options.queues,
+          kinds: () => this.currentKinds(),
+          pollIntervalMs: this.options.pollIntervalMs,
+          claimBatchSize: this.options.claimBatchSize,
+          maxConcurrentClaims: this.options.maxConcurrentClaims,
+          minClaimSize: () => {
+            const prefetch = this.prefetch(index);
+            return prefetch > 0 ? Math.max(1, Math.ceil(prefetch / 2)) : 1;
+          },
+          freeSlots: () => this.freeSlots(index),
+          idleSlots: () => this.idleSlots(index),
+          onClaimed: (jobs, sentAt, limit) => this.onClaimed(index, jobs, sentAt, limit),
+          onError: (error, operation) => {
+            if (operation === 'claim') {
+              this.partAnswered[index] = false;
+              // The failed claim's reserved room is free again for the other partitions' loops.
+              if (this.claimers.length > 1) this.slotFreed();
+            }
+            onError(error, operation);
+          },
+          onClaimAnswered: () => {
+            this.partAnswered[index] = true;
+            this.storeAnswered();
+          },
+          random: deps.random,
+          clock,
+        }),
+    );
     this.outcomes = new OutcomeWriter({
       store: this.store,
       renewer: this.renewer,
@@ -188,10 +229,12 @@ export class Worker {
       completer: this.completer,
       renewer: this.renewer,
       track: (write) => this.track(write),
-      onSlotFreed: (heldMs) => {
-        this.autoPrefetch?.settled(heldMs);
+      onSlotFreed: (heldMs, lease) => {
+        const part = this.partitions.partOfId(lease.id);
+        this.runningByPart[part] = (this.runningByPart[part] ?? 0) - 1;
+        this.autoPrefetch?.[part]?.settled(heldMs);
         this.startBuffered();
-        this.claimer.slotFreed();
+        this.slotFreed();
       },
     });
     this.upkeep = new WorkerUpkeep(this.store, {
@@ -206,7 +249,7 @@ export class Worker {
       clock,
       logger: this.logger,
       onError,
-      onRegistered: () => this.report.storeAnswered(),
+      onRegistered: () => this.storeAnswered(),
       onUnhandledParked: (job, message) => this.report.unhandledParked(job, message, deps.unhandledAfterMs),
     });
   }
@@ -254,7 +297,7 @@ export class Worker {
     this.upkeep.startRepair();
     this.deps.onStart?.(this);
     await this.upkeep.register();
-    await this.claimer.start();
+    await Promise.all(this.claimers.map((claimer) => claimer.start()));
     this.logger.info(
       {
         concurrency: this.options.concurrency,
@@ -302,7 +345,7 @@ export class Worker {
 
   private async shutdown(): Promise<void> {
     const startedAt = this.clock.monotonic();
-    await this.claimer.stop();
+    await Promise.all(this.claimers.map((claimer) => claimer.stop()));
     // No more claims: leave the registry now, so what only this worker served shows as unhandled.
     await this.upkeep.stop();
     // Prefetched jobs go back at once, so another worker starts them instead of waiting out the grace period.
@@ -317,25 +360,79 @@ export class Worker {
     this.deps.onStop?.(this);
   }
 
-  private freeSlots(): number {
+  /**
+   * Room for new jobs from partition `part`, buffer included (its claimer subtracts its own
+   * claims in flight). With one partition: concurrency plus prefetch, minus running and buffered.
+   * Over several (a sharded store's shards), each partition has the room one worker on it alone
+   * would have, so every shard is claimed in full-size batches (a claim split over N shards costs
+   * each shard N times the statements per job), within one bound for them all: the handler slots
+   * plus each partition's prefetch, other partitions' claims in flight counted against it.
+   */
+  private freeSlots(part: number): number {
     if (this.state !== 'running') return 0;
     // Backpressure: while outcome writes pile up (a slow or failing database), claim nothing more.
     if (this.writes.size > this.options.concurrency * 4 + 1000) return 0;
-    return this.options.concurrency + this.prefetch() - this.runner.running - this.buffer.size;
+    const own =
+      this.options.concurrency + this.prefetch(part) - (this.runningByPart[part] ?? 0) - this.buffer.sizeOf(part);
+    if (this.claimers.length === 1) return own;
+    let shared = this.options.concurrency - this.runner.running - this.buffer.size;
+    for (const [index, claimer] of this.claimers.entries()) {
+      shared += this.prefetch(index);
+      if (index !== part) shared -= claimer.reservedSlots;
+    }
+    return Math.max(Math.min(own, shared), this.fairShare(part));
   }
 
-  /** Jobs to hold beyond the free slots now: the fixed `prefetch`, or the automatic one's current target. */
-  private prefetch(): number {
-    return this.autoPrefetch ? this.autoPrefetch.current() : this.options.prefetch;
+  /**
+   * Room a partition always has, whatever the others hold or have in flight: its even share of
+   * the handler slots (at least one job), less what it holds. So a shard with a due job (a single
+   * new one, or a job whose lease lapsed when its worker died) is claimed at its next wake-up,
+   * timer or poll even while busy shards keep every slot full, as the merged claim asked every
+   * shard for at least one job; its job then starts at the next freed slot, the buffer starting
+   * partitions in turn. Over several partitions the worker may hold up to one such share each
+   * beyond the common bound: a few jobs buffered, leased and heartbeated.
+   */
+  private fairShare(part: number): number {
+    if (this.claimers.length === 1) return 0;
+    const share = Math.max(1, Math.ceil(this.options.concurrency / this.claimers.length));
+    return Math.max(0, share - (this.runningByPart[part] ?? 0) - this.buffer.sizeOf(part));
   }
 
-  private idleSlots(): number {
+  /** Jobs to hold beyond the free slots now, per partition: the fixed `prefetch`, or the automatic one's current target. */
+  private prefetch(part: number): number {
+    const auto = this.autoPrefetch?.[part];
+    return auto ? auto.current() : this.options.prefetch;
+  }
+
+  /** Handler slots with no job to run (neither running nor buffered), less other partitions' claims in flight. */
+  private idleSlots(part: number): number {
     if (this.state !== 'running') return 0;
-    return this.options.concurrency - this.runner.running - this.buffer.size;
+    let idle = this.options.concurrency - this.runner.running - this.buffer.size;
+    if (this.claimers.length === 1) return idle;
+    for (const [index, claimer] of this.claimers.entries()) if (index !== part) idle -= claimer.reservedSlots;
+    return Math.max(idle, this.fairShare(part));
   }
 
-  private onClaimed(jobs: ClaimedJob[], sentAt: number, limit: number): void {
-    this.autoPrefetch?.claimAnswered(jobs.length, limit);
+  /** Tells every claim loop a slot was freed, a different one first each time. */
+  private slotFreed(): void {
+    const count = this.claimers.length;
+    this.slotTurn = (this.slotTurn + 1) % count;
+    for (let step = 0; step < count; step += 1) this.claimers[(this.slotTurn + step) % count]!.slotFreed();
+  }
+
+  /**
+   * A store round trip succeeded. Over several partitions the connection counts as recovered only
+   * once every partition's claims answer again: one shard down while the others answer would
+   * otherwise log the loss and the recovery at every claim.
+   */
+  private storeAnswered(): void {
+    if (this.claimers.length === 1 || this.partAnswered.every(Boolean)) this.report.storeAnswered();
+  }
+
+  private onClaimed(part: number, jobs: ClaimedJob[], sentAt: number, limit: number): void {
+    this.autoPrefetch?.[part]?.claimAnswered(jobs.length, limit);
+    // A short claim gives back room it had reserved: the other partitions' loops may use it now.
+    if (jobs.length < limit && this.claimers.length > 1) this.slotFreed();
     const batch: BufferedJob[] = [];
     for (const job of jobs) {
       const lease: JobLease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
@@ -350,11 +447,11 @@ export class Worker {
       if (this.deps.events.has('claimed')) this.deps.events.emit('claimed', { job, workerId: this.id });
       batch.push({ job, lease, key });
     }
-    this.buffer.addBatch(batch);
+    this.buffer.addBatch(part, batch);
     this.startBuffered();
   }
 
-  /** Starts buffered jobs while slots are free; a job whose lease was lost meanwhile is dropped. */
+  /** Starts buffered jobs while slots are free, partitions in turn; a job whose lease was lost meanwhile is dropped. */
   private startBuffered(): void {
     // A job that fails at once (no handler) frees its slot inside runner.run(): loop here, never recurse.
     if (this.startingBuffered) return;
@@ -363,7 +460,10 @@ export class Worker {
       while (this.state === 'running' && this.runner.running < this.options.concurrency) {
         const next = this.buffer.next();
         if (!next) break;
-        if (this.renewer.holds(next.lease, next.key)) this.runner.run(next.job, next.lease, next.key);
+        const { entry, part } = next;
+        if (!this.renewer.holds(entry.lease, entry.key)) continue;
+        this.runningByPart[part] = (this.runningByPart[part] ?? 0) + 1;
+        this.runner.run(entry.job, entry.lease, entry.key);
       }
     } finally {
       this.startingBuffered = false;
@@ -383,7 +483,7 @@ export class Worker {
       .catch((error: unknown) => this.report.error(error, 'internal'))
       .finally(() => {
         this.writes.delete(tracked);
-        this.claimer.slotFreed();
+        this.slotFreed();
       });
     this.writes.add(tracked);
   }

@@ -10,8 +10,11 @@
  *   src/submit/) come from a healthy shard; a job whose reserved id names another shard than the
  *   one it must go to is given an id reserved on that shard, remembered per reserved id, so a
  *   retry of the same submit writes under the same id again and never twice.
- * - Claims ask every live shard at once, each for a share of the limit (at least one job), and
- *   wait for the slowest only {@link CLAIM_STRAGGLER_MS} after the first answer: a down or slow
+ * - Workers claim, heartbeat and complete each shard on its own, through {@link partitions}
+ *   (one claim loop per shard, full-size claims, no shard waiting for another).
+ * - This store's own jobClaim, for direct callers, asks every live shard at once, each for a
+ *   share of the limit (at least one job), and waits for the slowest only
+ *   {@link CLAIM_STRAGGLER_MS} after the first answer: a down or slow
  *   shard never holds up the others. An answer that arrives after the wait, and jobs beyond the
  *   limit, are kept leased in a small surplus handed to the next claim (with a wake-up to
  *   listeners), or released once they are {@link SURPLUS_MAX_AGE_MS} old: no claimed job is lost
@@ -72,6 +75,8 @@ import type {
   ScheduleUpsertResult,
   Store,
   StoreCapabilities,
+  StorePartition,
+  StorePartitions,
   SubmitResult,
   WakeUp,
   WorkerRecord,
@@ -186,6 +191,9 @@ export class ShardedStore implements Store, ShardAdmin {
   private surplus: SurplusJob[] = [];
   private surplusTimer: ClockTimer | undefined;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
+  /** Listeners of each shard's partition ({@link partitions}): told when their shard comes back. */
+  private readonly shardListeners = new Map<Shard, Set<(wakeUp: WakeUp) => void>>();
+  private partitionList: StorePartition[] | undefined;
   private readonly unsubscribes: (() => Promise<void>)[] = [];
   private subscribing: Promise<void> | undefined;
   /** Reserved id → the id it was exchanged for on the shard its job had to go to. */
@@ -347,6 +355,15 @@ export class ShardedStore implements Store, ShardAdmin {
     shard.downSince = null;
     // Work may have waited on it (its own due jobs, jobs submitted while it was away).
     this.wake({ runAt: null });
+    for (const listener of [...(this.shardListeners.get(shard) ?? [])]) {
+      queueMicrotask(() => {
+        try {
+          listener({ runAt: null });
+        } catch {
+          // A wake-up is a hint; a listener's failure is its own.
+        }
+      });
+    }
   }
 
   /** Runs `call` on a shard, keeping its health: a connection loss marks it down, an answer up. */
@@ -847,6 +864,51 @@ export class ShardedStore implements Store, ShardAdmin {
     return answered;
   }
 
+  // ---- partitions: one per shard, for a worker's per-shard claim loops ----
+
+  /**
+   * Every shard as a partition a worker drives on its own (src/worker/: one claim loop, prefetch
+   * buffer, heartbeat and completion batcher per shard). Calls go straight to that shard's store,
+   * through the shard's health tracking (a connection loss marks it down, an answer up, so a
+   * worker's claims are also the probes that bring a returning shard back for submits). Nothing
+   * of the merged claim applies here: no share of a limit, no straggler wait, no surplus.
+   */
+  partitions(): StorePartitions {
+    this.partitionList ??= this.shards.map((shard) => this.partitionOf(shard));
+    return { parts: this.partitionList, partOfId: (id) => this.partIndexOfId(id) };
+  }
+
+  private partitionOf(shard: Shard): StorePartition {
+    const on = <T>(call: (store: Store) => Promise<T>) => this.onShard(shard, call);
+    return {
+      now: () => on((store) => store.now()),
+      jobClaim: (params) => on((store) => store.jobClaim(params)),
+      jobNextRunAt: (params) => on((store) => store.jobNextRunAt(params)),
+      jobReleaseByOwner: (params) => on((store) => store.jobReleaseByOwner(params)),
+      jobHeartbeatMany: (params) => on((store) => store.jobHeartbeatMany(params)),
+      jobCompleteMany: (params) => on((store) => store.jobCompleteMany(params)),
+      // The shard's own wake-ups (its LISTEN), and one when the shard is marked up again, so a
+      // claim loop backing off from it comes back at once.
+      subscribe: async (listener) => {
+        const own = await shard.store.subscribe(listener);
+        const listeners = this.shardListeners.get(shard) ?? new Set();
+        listeners.add(listener);
+        this.shardListeners.set(shard, listeners);
+        return async () => {
+          listeners.delete(listener);
+          await own();
+        };
+      },
+      isConnectionLoss: (error) => shard.store.isConnectionLoss(error),
+    };
+  }
+
+  /** The index in {@link shards} (and in {@link partitions}' parts) of the shard holding job `id`. */
+  private partIndexOfId(id: string): number {
+    const shard = this.shardOfId(id);
+    return shard ? this.shards.indexOf(shard) : 0;
+  }
+
   // ---- writes by id ----
 
   async jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null> {
@@ -1260,6 +1322,7 @@ export class ShardedStore implements Store, ShardAdmin {
     this.surplus = [];
     await Promise.all(surplus.map((entry) => this.releaseJobs(entry.shard, [entry.job])));
     this.listeners.clear();
+    this.shardListeners.clear();
     await Promise.all(this.unsubscribes.map((unsubscribe) => unsubscribe().catch(() => {})));
     await Promise.all(this.shards.map((shard) => shard.store.close()));
   }
