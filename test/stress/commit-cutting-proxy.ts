@@ -1,7 +1,9 @@
 /**
  * A loopback TCP proxy between one PostgreSQL client and the server that can manufacture the
  * ambiguous commit: it forwards a chosen statement (Parse … Sync), lets the server run and commit
- * it, swallows the whole answer up to ReadyForQuery and then cuts both sockets. The client sees
+ * it, swallows the whole answer up to ReadyForQuery and then cuts both sockets. A chosen statement
+ * inside a transaction block (BEGIN … COMMIT) is answered; the COMMIT that follows it is the one
+ * whose answer is swallowed. The client sees
  * a dropped connection for a statement that did commit, which is the one case a retry must handle
  * without duplicating a job or an attempt (fault class 5).
  *
@@ -160,8 +162,14 @@ export class CommitCuttingProxy {
     this.links.add(link);
     let statement: { sql: string; params: (string | null)[] } | undefined;
     let cutting: { sql: string; params: (string | null)[]; resolve: (cut: CommitCut) => void } | undefined;
+    // A chosen statement run inside a transaction block commits with that transaction's COMMIT:
+    // its answer goes through, and the COMMIT's answer is the one swallowed.
+    let awaitingCommit: typeof cutting;
+    // The server's transaction status after its last ReadyForQuery: 'I' idle, 'T' in a block.
+    let transactionStatus = 'I';
     let swallowing = false;
     let failed = false;
+    const isCommit = (sql: string) => /^\s*COMMIT\b/i.test(sql);
 
     const fromClient = new MessageFramer(true, (type, body) => {
       if (type === 'P') {
@@ -171,14 +179,23 @@ export class CommitCuttingProxy {
         statement.params = parseBindParams(body);
       } else if (type === 'S' && statement) {
         const pending = this.pending;
-        if (pending?.match(statement.sql) && !cutting) {
+        if (awaitingCommit && isCommit(statement.sql)) {
+          cutting = awaitingCommit;
+          awaitingCommit = undefined;
+        } else if (pending?.match(statement.sql) && !cutting && !awaitingCommit) {
           this.pending = undefined;
-          cutting = { ...statement, resolve: pending.resolve };
+          if (transactionStatus === 'T') awaitingCommit = { ...statement, resolve: pending.resolve };
+          else cutting = { ...statement, resolve: pending.resolve };
         }
         statement = undefined;
+      } else if (type === 'Q' && awaitingCommit && isCommit(readCString(body, 0)[0])) {
+        // pg sends BEGIN and COMMIT as simple queries.
+        cutting = awaitingCommit;
+        awaitingCommit = undefined;
       }
     });
-    const fromServer = new MessageFramer(false, (type) => {
+    const fromServer = new MessageFramer(false, (type, body) => {
+      if (type === 'Z') transactionStatus = String.fromCharCode(body[0] ?? 73);
       if (!swallowing) return;
       if (type === 'E') failed = true;
       if (type === 'Z' && cutting) {
