@@ -133,6 +133,8 @@ async function asPostgres(binary: string, args: string[]): Promise<string> {
   const { stdout } = await execFileAsync(join(PG_BIN, binary), args, {
     uid,
     gid,
+    // A folder the postgres user can enter: the checkout may not be one (see PatroniCluster).
+    cwd: tmpdir(),
     encoding: 'utf8',
     timeout: 60_000,
     env: { PATH: `${PG_BIN}:/usr/bin:/bin`, LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', HOME: '/var/lib/postgresql' },

@@ -330,6 +330,10 @@ ${servers}
     if (asPostgres) chownSync(logFile, this.ids.uid, this.ids.gid);
     const child = spawn(command, args, {
       stdio: ['ignore', out, out],
+      // The cluster's own folder (mode 755), not the checkout: CI's checkout may sit in a folder
+      // the postgres user cannot enter (a mktemp dir is 700), and Patroni's bootstrap then stalled
+      // in `bootstrap in progress` after `could not change directory … Permission denied`.
+      cwd: this.dir,
       // Its own process group, so teardown can kill whatever it started with one signal.
       detached: true,
       ...(asPostgres
