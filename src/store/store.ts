@@ -144,7 +144,7 @@ export interface JobClaimParams extends AtTime, KindFilter {
    * Whether this claim also takes over lapsed leases and parks the lapsed jobs whose attempts are
    * used up (default true). Finding them reads the running jobs' index from its head, where every
    * job that finished since the last VACUUM leaves a dead entry on PostgreSQL: a busy worker
-   * therefore asks for them only every so often (the claimer's LAPSED_SWEEP_INTERVAL_MS), not in
+   * therefore asks for them only every so often (LAPSED_SEARCH_INTERVAL_MS, src/worker/lapsed-search-pacer.ts), not in
    * each of its hundreds of claims a second. False claims due pending jobs only.
    */
   includeLapsed?: boolean | undefined;

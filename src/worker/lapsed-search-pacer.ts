@@ -1,6 +1,6 @@
 /**
  * When a claim should also look for lapsed leases: at most once per
- * {@link LAPSED_SWEEP_INTERVAL_MS} per claimer (a Node worker's claim loop, or the HTTP service's
+ * {@link LAPSED_SEARCH_INTERVAL_MS} per claimer (a Node worker's claim loop, or the HTTP service's
  * claims for its remote workers), and again at once after a searching claim failed. Pure policy
  * on the caller's monotonic clock.
  *
@@ -12,14 +12,14 @@
  */
 
 /** The shortest time between two claims that search for lapsed leases, ms. */
-export const LAPSED_SWEEP_INTERVAL_MS = 250;
+export const LAPSED_SEARCH_INTERVAL_MS = 250;
 
 /** Decides, claim by claim, whether that claim searches for lapsed leases. */
 export class LapsedSearchPacer {
   /** Monotonic ms when the last searching claim was sent. */
   private searchedAtMs = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly intervalMs = LAPSED_SWEEP_INTERVAL_MS) {}
+  constructor(private readonly intervalMs = LAPSED_SEARCH_INTERVAL_MS) {}
 
   /**
    * Whether a claim sent at `nowMs` searches; a true answer counts as a search from `nowMs` on.

@@ -1,5 +1,5 @@
 /**
- * The claimer asks the store for lapsed leases in at most one claim per LAPSED_SWEEP_INTERVAL_MS
+ * The claimer asks the store for lapsed leases in at most one claim per LAPSED_SEARCH_INTERVAL_MS
  * (its other claims lease due pending jobs only), and asks again at once after a searching claim
  * failed. Driven by a ManualClock and a store that answers claims from a script, so the flags
  * each claim carried are exact.
@@ -9,7 +9,7 @@ import { ManualClock } from '../../src/clock/clock.js';
 import type { ClaimedJob } from '../../src/job/job.js';
 import type { JobClaimParams, Store, WakeUp } from '../../src/store/store.js';
 import { JobClaimer } from '../../src/worker/job-claimer.js';
-import { LAPSED_SWEEP_INTERVAL_MS } from '../../src/worker/lapsed-search-pacer.js';
+import { LAPSED_SEARCH_INTERVAL_MS } from '../../src/worker/lapsed-search-pacer.js';
 
 /** A store whose claims answer from `answers` in turn: a job count, or an error to throw. */
 function scriptedStore(answers: (number | Error)[]) {
@@ -79,7 +79,7 @@ describe('JobClaimer: the lapsed-lease search', () => {
     await settle();
     expect(sent.map((params) => params.includeLapsed)).toEqual([true, false, false, false, false]);
 
-    clock.advance(LAPSED_SWEEP_INTERVAL_MS - 1);
+    clock.advance(LAPSED_SEARCH_INTERVAL_MS - 1);
     wakeUp();
     await settle();
     expect(sent.at(-1)?.includeLapsed, 'one ms short of the interval').toBe(false);
