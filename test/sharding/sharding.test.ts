@@ -257,6 +257,118 @@ describe('sharded store', () => {
     }
   }, 60_000);
 
+  it('opens while a shard is down, from the shard directory: the others work at once, keys wait for their shard, its jobs run once it is back', async () => {
+    await startCluster(SPARE_SHARD_PORT);
+    const schema = freshSchema();
+    const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];
+    for (const port of ports) schemas.push({ port, schema });
+    const urls = ports.map((port) => shardSchemaUrl(port, schema));
+    const options = { shards: urls, connectTimeoutMs: 8000, connectAttemptTimeoutMs: 1000, statementTimeoutMs: 2000 };
+    // An earlier process opened the list: every shard's directory records every shard's number.
+    const earlier = await Docket.open(options);
+    const before = await earlier.submitMany(Array.from({ length: 30 }, (_, i) => ({ kind: 'work', payload: { i } })));
+    await earlier.close();
+    const onSpare = before.filter((result) => shardNumberOfId(result.id) === 2).map((result) => result.id);
+    expect(onSpare.length).toBe(10);
+    stopCluster(SPARE_SHARD_PORT, 'fast');
+    const openedAt = Date.now();
+    const docket = await Docket.open(options);
+    // Within the grace, not the 8 s connect timeout: the directory told it shard 2's number.
+    expect(Date.now() - openedAt).toBeLessThan(6000);
+    const done = new Map<string, number>();
+    docket.handle('work', async (_payload, ctx) => {
+      done.set(ctx.jobId, (done.get(ctx.jobId) ?? 0) + 1);
+    });
+    const worker = docket.worker({ ...QUICK, concurrency: 8 });
+    try {
+      const store = docket.store as ShardedStore;
+      expect(store.describeShards().map((shard) => [shard.number, shard.down])).toEqual([
+        [0, false],
+        [1, false],
+        [2, true],
+      ]);
+      await worker.start();
+      const during: string[] = [];
+      for (let i = 0; i < 12; i += 1) during.push((await docket.submit({ kind: 'work', payload: { during: i } })).id);
+      expect(during.every((id) => shardNumberOfId(id) !== 2)).toBe(true);
+      // A key is routed over all three numbers: one of shard 2 waits for it (never lands elsewhere).
+      const numbers = [0, 1, 2];
+      const keyOf = (shard: number) => {
+        for (let i = 0; ; i += 1) {
+          if (shardForKey(JSON.stringify(['default', 'work', `k${i}`]), numbers) === shard) return `k${i}`;
+        }
+      };
+      const keyed = await docket.submit({ kind: 'work', payload: {}, idempotencyKey: keyOf(0) });
+      expect(shardNumberOfId(keyed.id)).toBe(0);
+      // Shard 2's key: the submit keeps retrying (its retry window) until the shard is back.
+      let waitingSettled = false;
+      const waiting = docket.submit({ kind: 'work', payload: {}, idempotencyKey: keyOf(2) }).finally(() => {
+        waitingSettled = true;
+      });
+      const upIds = [...before.map((result) => result.id).filter((id) => !onSpare.includes(id)), ...during, keyed.id];
+      await expect.poll(() => upIds.filter((id) => done.has(id)).length, { timeout: 10_000 }).toBe(upIds.length);
+      expect(onSpare.filter((id) => done.has(id))).toEqual([]);
+      expect(waitingSettled).toBe(false);
+      await startCluster(SPARE_SHARD_PORT);
+      await expect.poll(() => onSpare.filter((id) => done.has(id)).length, { timeout: 15_000 }).toBe(onSpare.length);
+      const later = await waiting;
+      expect(shardNumberOfId(later.id)).toBe(2);
+      await expect.poll(() => done.has(later.id), { timeout: 10_000 }).toBe(true);
+      const all = [...before.map((result) => result.id), ...during, keyed.id, later.id];
+      expect(all.filter((id) => done.get(id) !== 1)).toEqual([]);
+    } finally {
+      await worker.stop();
+      await docket.close();
+      await startCluster(SPARE_SHARD_PORT);
+    }
+  }, 90_000);
+
+  it('refuses to open while a shard no directory knows is down, and refuses a shard that comes back as another', async () => {
+    await startCluster(SPARE_SHARD_PORT);
+    const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];
+    const options = (schema: string) => ({
+      shards: ports.map((port) => shardSchemaUrl(port, schema)),
+      connectTimeoutMs: 1000,
+      connectAttemptTimeoutMs: 1000,
+      statementTimeoutMs: 2000,
+    });
+    // Never opened together: nobody can say which number the missing shard has.
+    const unknown = freshSchema();
+    for (const port of ports) schemas.push({ port, schema: unknown });
+    stopCluster(SPARE_SHARD_PORT, 'fast');
+    await expect(Docket.open(options(unknown))).rejects.toThrow(/ECONNREFUSED|connect/i);
+    await startCluster(SPARE_SHARD_PORT);
+    // Opened together once; then shard 2's schema is dropped and re-created as a fresh one.
+    const schema = freshSchema();
+    for (const port of ports) schemas.push({ port, schema });
+    const earlier = await Docket.open(options(schema));
+    const spareJob = (await earlier.submitMany(Array.from({ length: 3 }, () => ({ kind: 'work', payload: {} })))).find(
+      (result) => shardNumberOfId(result.id) === 2,
+    )!;
+    await earlier.close();
+    await dropShardSchema(SPARE_SHARD_PORT, schema);
+    stopCluster(SPARE_SHARD_PORT, 'fast');
+    const docket = await Docket.open(options(schema));
+    try {
+      await startCluster(SPARE_SHARD_PORT);
+      await expect
+        .poll(
+          async () => {
+            try {
+              await docket.getJob(spareJob.id);
+              return 'answered';
+            } catch (error) {
+              return (error as Error).message;
+            }
+          },
+          { timeout: 15_000, interval: 500 },
+        )
+        .toMatch(/answered as an unnumbered schema, but the shard directory records shard number 2/);
+    } finally {
+      await docket.close();
+    }
+  }, 90_000);
+
   it('adds a fourth shard under load: new jobs spread over four, existing ids keep their shard, none lost', async () => {
     await startCluster(SPARE_SHARD_PORT);
     const schema = freshSchema();

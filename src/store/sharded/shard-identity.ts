@@ -6,6 +6,12 @@
  * shard list agrees on numbers whatever order it lists them in, and a shard keeps its number
  * (its ids keep routing to it) when shards are added or removed. The job sequence is narrowed to
  * the number's range when the number is given, before any job of the sharded store is written.
+ *
+ * Each shard also keeps a copy of the list's directory (`<schema>.shard_directory`: every
+ * shard's location key, number, uuid and draining flag, as the processes that opened the list
+ * last saw them). It answers one question: which number a shard has while that shard itself is
+ * down, so a process can open the list, route keys and take work from the other shards before
+ * the missing shard answers (sharded-store.ts, "deferred shards").
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -48,6 +54,33 @@ function createIdentitySql(schema: string): string {
   )`;
 }
 
+/**
+ * A shard URL reduced to what names a database schema (host, port, database, schema): for
+ * duplicate checks and as the shard directory's key. `localhost` is 127.0.0.1; the default port is 5432.
+ */
+export function shardLocationKey(url: string, schemaOption?: string): string {
+  try {
+    const parsed = new URL(url);
+    const host = parsed.hostname.toLowerCase().replace(/^localhost$/, '127.0.0.1');
+    const schema = parsed.searchParams.get('schema') ?? schemaOption ?? '';
+    return `${host}:${parsed.port || '5432'}${parsed.pathname}?${schema}`;
+  } catch {
+    return url;
+  }
+}
+
+/** The SQL of the directory table, idempotent. */
+function createDirectorySql(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `CREATE TABLE IF NOT EXISTS ${s}.shard_directory (
+    location_key text        PRIMARY KEY,
+    shard_number integer     NOT NULL,
+    shard_uuid   text        NOT NULL,
+    draining     boolean     NOT NULL DEFAULT false,
+    recorded_at  timestamptz NOT NULL DEFAULT now()
+  )`;
+}
+
 /** Runs `fn` on a fresh client of the shard, closed after. */
 export async function withShardClient<T>(location: ShardLocation, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: location.url, connectionTimeoutMillis: 10_000 });
@@ -78,6 +111,7 @@ async function ensureIdentityTable(client: pg.Client, schema: string): Promise<v
   try {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`docket.shard_identity:${schema}`]);
     await client.query(createIdentitySql(schema));
+    await client.query(createDirectorySql(schema));
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
@@ -146,6 +180,56 @@ export async function assignShardNumber(location: ShardLocation, shardNumber: nu
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     }
+  });
+}
+
+/** One shard as a directory records it. */
+export interface ShardDirectoryEntry {
+  locationKey: string;
+  identity: ShardIdentity;
+}
+
+/**
+ * Records `entries` in the directory of the shard at `location` (newer entries replace older
+ * ones of the same location key). The table exists: readShardIdentity created it.
+ */
+export async function recordShardDirectory(
+  location: ShardLocation,
+  entries: readonly ShardDirectoryEntry[],
+): Promise<void> {
+  if (entries.length === 0) return;
+  const s = quoteIdentifier(location.schema);
+  await withShardClient(location, (client) =>
+    client.query(
+      `INSERT INTO ${s}.shard_directory AS d (location_key, shard_number, shard_uuid, draining)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::boolean[])
+       ON CONFLICT (location_key) DO UPDATE
+         SET shard_number = excluded.shard_number, shard_uuid = excluded.shard_uuid,
+             draining = excluded.draining, recorded_at = now()`,
+      [
+        entries.map((entry) => entry.locationKey),
+        entries.map((entry) => entry.identity.shardNumber),
+        entries.map((entry) => entry.identity.uuid),
+        entries.map((entry) => entry.identity.draining),
+      ],
+    ),
+  );
+}
+
+/** The directory entry a shard holds for `locationKey`, or null when it holds none. */
+export async function readShardDirectoryEntry(
+  location: ShardLocation,
+  locationKey: string,
+): Promise<ShardIdentity | null> {
+  const s = quoteIdentifier(location.schema);
+  return withShardClient(location, async (client) => {
+    await ensureIdentityTable(client, location.schema);
+    const rows = await client.query<{ shard_number: number; shard_uuid: string; draining: boolean }>(
+      `SELECT shard_number, shard_uuid, draining FROM ${s}.shard_directory WHERE location_key = $1`,
+      [locationKey],
+    );
+    const row = rows.rows[0];
+    return row ? { shardNumber: row.shard_number, uuid: row.shard_uuid, draining: row.draining } : null;
   });
 }
 

@@ -33,6 +33,7 @@ import { normalizeScheduleSpec, type Schedule, type ScheduleSpec } from '../../s
 import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempotencyScope } from '../idempotency.js';
 import type { OpenStoreOptions, ShardAdmin, ShardDescription } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
+import { isTransientConnectionError } from '../postgres/checked-out-client.js';
 import type {
   ActivityBucket,
   BulkBatchResult,
@@ -82,13 +83,18 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
+import { DeferredShardStore } from './deferred-shard-store.js';
 import {
   assignShardNumber,
   planShardNumbers,
+  readShardDirectoryEntry,
   readShardIdentity,
+  recordShardDirectory,
+  type ShardIdentity,
   type ShardLocation,
   setShardDraining,
   shardLocation,
+  shardLocationKey,
 } from './shard-identity.js';
 import { shardNumberOfId } from './shard-ids.js';
 import { RoundRobin, shardForKey, splitClaimLimit } from './shard-routing.js';
@@ -99,6 +105,11 @@ export const CLAIM_STRAGGLER_MS = 200;
 export const SHARD_PROBE_INTERVAL_MS = 1000;
 /** Surplus claimed jobs older than this are released instead of handed out, ms (capped by lease/6). */
 export const SURPLUS_MAX_AGE_MS = 5000;
+/**
+ * How long opening waits for a shard that does not answer before it is opened in the background
+ * instead (when a shard directory knows its number), ms.
+ */
+export const DEFERRED_SHARD_GRACE_MS = 2000;
 /** How often a sharded store re-reads its shards' draining flags, ms. */
 export const IDENTITY_REFRESH_MS = 5000;
 /** How long a reserved id keeps the id it was exchanged for (covers the submit retry window), ms. */
@@ -152,7 +163,7 @@ export function checkShardUrls(shards: unknown): string[] {
         `shards[${index}] must be a postgres:// URL, got ${JSON.stringify(redactStoreUrl(url))}`,
       );
     }
-    const key = normalisedShardKey(url);
+    const key = shardLocationKey(url);
     const earlier = seen.get(key);
     if (earlier !== undefined) {
       throw new ConfigurationError(
@@ -164,15 +175,38 @@ export function checkShardUrls(shards: unknown): string[] {
   return shards as string[];
 }
 
-/** A URL reduced to what names a database schema (host, port, database, schema), for duplicate checks. */
-function normalisedShardKey(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const host = parsed.hostname.toLowerCase().replace(/^localhost$/, '127.0.0.1');
-    return `${host}:${parsed.port || '5432'}${parsed.pathname}?${parsed.searchParams.get('schema') ?? ''}`;
-  } catch {
-    return url;
+/**
+ * The identities the directories of the shards that opened record for the `missing` ones, in
+ * `missing` order; shorter when some shard is unknown to every directory, or recorded with a
+ * number or uuid that an opened shard holds (a stale entry: the list changed since).
+ */
+async function directoryIdentities(
+  locations: readonly ShardLocation[],
+  identities: readonly (ShardIdentity | null)[],
+  missing: readonly number[],
+): Promise<ShardIdentity[]> {
+  const answering = locations.filter((_, index) => !missing.includes(index));
+  const held = identities.filter((identity): identity is ShardIdentity => identity !== null);
+  const found: ShardIdentity[] = [];
+  for (const index of missing) {
+    const location = locations[index]!;
+    const key = shardLocationKey(location.given, location.schema);
+    let recorded: ShardIdentity | null = null;
+    for (const other of answering) {
+      recorded = await readShardDirectoryEntry(other, key).catch(() => null);
+      if (recorded) break;
+    }
+    const clash = (identity: ShardIdentity) =>
+      held.some((each) => each.shardNumber === identity.shardNumber || each.uuid === identity.uuid) ||
+      found.some((each) => each.shardNumber === identity.shardNumber || each.uuid === identity.uuid);
+    if (!recorded || clash(recorded)) return found;
+    found.push(recorded);
   }
+  return found;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** A sharded store's error that names no single shard's failure (e.g. every shard down). */
@@ -223,38 +257,126 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   /**
-   * Opens (and migrates) every shard, reads or gives each its shard number, and checks the list
-   * names each shard once. Every shard must be reachable while opening.
+   * Opens (and migrates) every shard, reads or gives each its shard number, checks the list names
+   * each shard once, and records the list in every shard's directory.
+   *
+   * A shard that does not answer within {@link DEFERRED_SHARD_GRACE_MS} (while the others do) is
+   * opened later, in the background, when the directory of a shard that answered records its
+   * number (any earlier process opened it with these shards): it starts as a shard that is down.
+   * A shard no directory knows must answer, within the connect timeout, as before.
    */
   static async open(urls: readonly string[], options: ShardedStoreOptions = {}): Promise<ShardedStore> {
     const given = checkShardUrls(urls);
     const { clock = systemClock, random = Math.random, ...storeOptions } = options;
     const locations = given.map((url) => shardLocation(url, storeOptions.schema));
     const { PostgresStore } = await import('../postgres/postgres-store.js');
-    const stores: Store[] = [];
+    const attempts: Promise<Store>[] = locations.map((location) =>
+      PostgresStore.open(location.url, { ...storeOptions, schema: location.schema }),
+    );
+    const outcomes: ({ store: Store } | { error: unknown } | undefined)[] = locations.map(() => undefined);
+    const settled = Promise.all(
+      attempts.map((attempt, index) =>
+        attempt.then(
+          (store) => {
+            outcomes[index] = { store };
+          },
+          (error: unknown) => {
+            outcomes[index] = { error };
+          },
+        ),
+      ),
+    );
+    const deferred = new Set<number>();
     try {
-      for (const location of locations) {
-        stores.push(await PostgresStore.open(location.url, { ...storeOptions, schema: location.schema }));
+      await Promise.race([settled, sleep(DEFERRED_SHARD_GRACE_MS)]);
+      let identities: (ShardIdentity | null)[];
+      for (;;) {
+        const refused = outcomes.find(
+          (outcome) => outcome && 'error' in outcome && !isTransientConnectionError(outcome.error),
+        );
+        if (refused && 'error' in refused) throw refused.error;
+        const missing = outcomes.flatMap((outcome, index) => (outcome && 'store' in outcome ? [] : [index]));
+        identities = await Promise.all(
+          locations.map(async (location, index) => {
+            if (missing.includes(index)) return null;
+            try {
+              return await readShardIdentity(location);
+            } catch (error) {
+              // Down again since it opened: it joins the missing ones (its open store is kept).
+              if (!isTransientConnectionError(error)) throw error;
+              missing.push(index);
+              return null;
+            }
+          }),
+        );
+        missing.sort((a, b) => a - b);
+        if (missing.length === 0) break;
+        const known =
+          missing.length < locations.length ? await directoryIdentities(locations, identities, missing) : [];
+        if (known.length === missing.length) {
+          for (const [position, index] of missing.entries()) {
+            identities[index] = known[position]!;
+            deferred.add(index);
+          }
+          break;
+        }
+        const allSettled = outcomes.every((outcome) => outcome !== undefined);
+        if (allSettled) {
+          const failed = outcomes.find((outcome) => outcome && 'error' in outcome);
+          throw failed && 'error' in failed ? failed.error : new Error('docket: a shard did not open');
+        }
+        // A shard no directory knows: wait for every open attempt (each bounded by the connect timeout).
+        await settled;
       }
-      const identities = await Promise.all(locations.map((location) => readShardIdentity(location)));
       const numbers = planShardNumbers(locations, identities);
       const assigned = await Promise.all(
         locations.map((location, index) => identities[index] ?? assignShardNumber(location, numbers[index]!)),
       );
       // Two spellings of one fresh schema were both numbered above: the second found the first's row.
       planShardNumbers(locations, assigned);
-      const shards = assigned.map((identity, index) => ({
-        number: identity.shardNumber,
-        location: locations[index]!,
-        store: stores[index]!,
-        draining: identity.draining,
-        downSince: null,
-        lastProbeAt: 0,
-        lastError: undefined,
+      const startedAt = clock.monotonic();
+      const shards: Shard[] = assigned.map((identity, index) => {
+        const location = locations[index]!;
+        const outcome = outcomes[index];
+        const isDeferred = deferred.has(index);
+        return {
+          number: identity.shardNumber,
+          location,
+          store:
+            isDeferred || !outcome || !('store' in outcome)
+              ? new DeferredShardStore(
+                  location,
+                  identity,
+                  { ...storeOptions, schema: location.schema },
+                  attempts[index],
+                )
+              : outcome.store,
+          draining: identity.draining,
+          downSince: isDeferred ? startedAt : null,
+          lastProbeAt: 0,
+          lastError: isDeferred && outcome && 'error' in outcome ? outcome.error : undefined,
+        };
+      });
+      const entries = shards.map((shard, index) => ({
+        locationKey: shardLocationKey(shard.location.given, shard.location.schema),
+        identity: assigned[index]!,
       }));
-      return new ShardedStore(shards, clock, random);
+      await Promise.all(
+        shards
+          .filter((shard) => shard.downSince === null)
+          .map((shard) => recordShardDirectory(shard.location, entries).catch(() => {})),
+      );
+      const sharded = new ShardedStore(shards, clock, random);
+      for (const shard of shards) {
+        if (shard.store instanceof DeferredShardStore) {
+          const store = shard.store;
+          store.onOpened = () => sharded.markUp(shard);
+        }
+      }
+      return sharded;
     } catch (error) {
-      await Promise.all(stores.map((store) => store.close().catch(() => {})));
+      // Attempts still running close their store when they finish.
+      for (const attempt of attempts) void attempt.then((store) => store.close()).catch(() => {});
       throw error;
     }
   }
@@ -271,8 +393,17 @@ export class ShardedStore implements Store, ShardAdmin {
     if (draining && this.shards.every((other) => other === shard || other.draining)) {
       throw new ConfigurationError('cannot drain the last shard that takes new work');
     }
-    await setShardDraining(shard.location, draining);
+    const identity = await setShardDraining(shard.location, draining);
     shard.draining = draining;
+    if (identity) {
+      // The directories too, so a process that opens the list while this shard is down routes as it should.
+      const entry = { locationKey: shardLocationKey(shard.location.given, shard.location.schema), identity };
+      await Promise.all(
+        this.shards
+          .filter((each) => each.downSince === null)
+          .map((each) => recordShardDirectory(each.location, [entry]).catch(() => {})),
+      );
+    }
     let schedulesMoved = 0;
     if (draining) {
       for (let afterId: string | undefined; ; ) {
@@ -299,8 +430,8 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   private shardByUrl(url: string): Shard {
-    const key = normalisedShardKey(url);
-    const shard = this.shards.find((each) => normalisedShardKey(each.location.given) === key);
+    const key = shardLocationKey(url);
+    const shard = this.shards.find((each) => shardLocationKey(each.location.given) === key);
     if (!shard) {
       throw new ConfigurationError(
         `${redactStoreUrl(url)} is not one of the shards (${this.shards.map((each) => redactStoreUrl(each.location.given)).join(', ')})`,
