@@ -323,6 +323,25 @@ describe('sharded store', () => {
     }
   }, 90_000);
 
+  it('closes at once while a deferred shard is still away: its open attempt stops waiting out the connect timeout', async () => {
+    await startCluster(SPARE_SHARD_PORT);
+    const schema = freshSchema();
+    const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];
+    for (const port of ports) schemas.push({ port, schema });
+    const options = { shards: ports.map((port) => shardSchemaUrl(port, schema)), connectTimeoutMs: 60_000 };
+    await (await Docket.open(options)).close();
+    stopCluster(SPARE_SHARD_PORT, 'fast');
+    try {
+      const docket = await Docket.open(options);
+      expect((docket.store as ShardedStore).describeShards().filter((shard) => shard.down)).toHaveLength(1);
+      const closing = Date.now();
+      await docket.close();
+      expect(Date.now() - closing).toBeLessThan(5000);
+    } finally {
+      await startCluster(SPARE_SHARD_PORT);
+    }
+  }, 60_000);
+
   it('refuses to open while a shard no directory knows is down, and refuses a shard that comes back as another', async () => {
     await startCluster(SPARE_SHARD_PORT);
     const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];

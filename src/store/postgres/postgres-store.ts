@@ -280,7 +280,12 @@ export class PostgresStore implements Store {
    * The schema comes from `options.schema`, else the URL's `?schema=`, else `docket`. Every
    * option is checked before anything connects.
    */
-  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  static async open(
+    url: string,
+    options: PostgresStoreOptions = {},
+    /** Stops the wait for a database that is not up yet (a sharded store closed while a shard was away). */
+    signal?: AbortSignal,
+  ): Promise<PostgresStore> {
     const split = splitSchemaFromUrl(url);
     const schema = validateSchemaName(options.schema ?? split.schema ?? DEFAULT_POSTGRES_SCHEMA);
     const poolSize = options.poolSize ?? 10;
@@ -323,11 +328,19 @@ export class PostgresStore implements Store {
         // A worker started while PostgreSQL restarts (57P03 "starting up", a refused or dropped
         // connection) would otherwise exit; wait for it with capped, jittered backoff instead.
         const delayMs = Math.min(2000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
-        if (!isTransientConnectionError(error) || Date.now() + delayMs > giveUpAt) {
+        if (!isTransientConnectionError(error) || Date.now() + delayMs > giveUpAt || signal?.aborted) {
           await Promise.all([pool.end().catch(() => {}), maintenancePool.end().catch(() => {})]);
           throw explainPoolerRefusal(error);
         }
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, delayMs);
+          function done() {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            resolve();
+          }
+          signal?.addEventListener('abort', done, { once: true });
+        });
       }
     }
     return new PostgresStore({ pool, maintenancePool, listenConnection, schema, wakeHorizonMs });

@@ -81,6 +81,8 @@ export class DeferredShardStore implements Store {
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
   private unsubscribeReal: (() => Promise<void>) | undefined;
   private closed = false;
+  /** Stops the wait of the attempt running now (close() must not wait out the connect timeout). */
+  private abortOpening: AbortController | undefined;
   /** Called once the real store is open (the sharded store marks the shard up and wakes its claimers). */
   onOpened: (() => void) | undefined;
 
@@ -92,7 +94,7 @@ export class DeferredShardStore implements Store {
     readonly location: ShardLocation,
     readonly expected: ShardIdentity,
     private readonly options: PostgresStoreOptions,
-    firstAttempt?: Promise<Store>,
+    firstAttempt?: { attempt: Promise<Store>; abort: AbortController },
     private readonly monotonicNow: () => number = () => performance.now(),
   ) {
     // What the real store would report: a LISTEN connection unless listenUrl is false.
@@ -102,7 +104,10 @@ export class DeferredShardStore implements Store {
       callerTransactions: true,
       reservableJobIds: true,
     });
-    if (firstAttempt) this.opening = this.adopt(firstAttempt);
+    if (firstAttempt) {
+      this.abortOpening = firstAttempt.abort;
+      this.opening = this.adopt(firstAttempt.attempt);
+    }
     // Nobody may be waiting for the first attempt; its failure is kept in lastFailure.
     this.opening?.catch(() => {});
   }
@@ -126,9 +131,15 @@ export class DeferredShardStore implements Store {
     // one failed, calls fail at once: the sharded store marks the shard down and asks the others.
     if (this.opening) return Promise.reject(failure?.error ?? this.notYetOpen());
     if (failure && this.monotonicNow() - failure.at < DEFERRED_OPEN_RETRY_MS) return Promise.reject(failure.error);
+    this.abortOpening = new AbortController();
+    const signal = this.abortOpening.signal;
     const attempt = import('../postgres/postgres-store.js').then(({ PostgresStore }) =>
       // One attempt, no retry loop: the caller learns at once that the shard is still away.
-      PostgresStore.open(this.location.url, { ...this.options, schema: this.location.schema, connectTimeoutMs: 0 }),
+      PostgresStore.open(
+        this.location.url,
+        { ...this.options, schema: this.location.schema, connectTimeoutMs: 0 },
+        signal,
+      ),
     );
     this.opening = this.adopt(attempt);
     return this.opening;
@@ -203,6 +214,7 @@ export class DeferredShardStore implements Store {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.abortOpening?.abort();
     await this.opening?.catch(() => undefined);
     this.listeners.clear();
     await this.unsubscribeReal?.().catch(() => {});

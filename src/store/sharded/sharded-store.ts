@@ -270,8 +270,11 @@ export class ShardedStore implements Store, ShardAdmin {
     const { clock = systemClock, random = Math.random, ...storeOptions } = options;
     const locations = given.map((url) => shardLocation(url, storeOptions.schema));
     const { PostgresStore } = await import('../postgres/postgres-store.js');
-    const attempts: Promise<Store>[] = locations.map((location) =>
-      PostgresStore.open(location.url, { ...storeOptions, schema: location.schema }),
+    // One abort per shard: a shard deferred below keeps its attempt running, and its store's
+    // close() stops that attempt's wait instead of waiting out the connect timeout.
+    const aborts = locations.map(() => new AbortController());
+    const attempts: Promise<Store>[] = locations.map((location, index) =>
+      PostgresStore.open(location.url, { ...storeOptions, schema: location.schema }, aborts[index]!.signal),
     );
     const outcomes: ({ store: Store } | { error: unknown } | undefined)[] = locations.map(() => undefined);
     const settled = Promise.all(
@@ -348,7 +351,10 @@ export class ShardedStore implements Store, ShardAdmin {
                   location,
                   identity,
                   { ...storeOptions, schema: location.schema },
-                  attempts[index],
+                  {
+                    attempt: attempts[index]!,
+                    abort: aborts[index]!,
+                  },
                 )
               : outcome.store,
           draining: identity.draining,
@@ -375,7 +381,8 @@ export class ShardedStore implements Store, ShardAdmin {
       }
       return sharded;
     } catch (error) {
-      // Attempts still running close their store when they finish.
+      // Attempts still running stop waiting, and close their store if they opened one.
+      for (const abort of aborts) abort.abort();
       for (const attempt of attempts) void attempt.then((store) => store.close()).catch(() => {});
       throw error;
     }
