@@ -378,6 +378,9 @@ export async function runSoak(
 
   const submitter = await Docket.open({ url, schema: SCHEMA });
   const stats = new pg.Client({ connectionString: url });
+  // The scratch database is dropped WITH (FORCE) at the end: a client still open then gets a
+  // FATAL 57P01, which without a listener is an unhandled 'error' event that kills the harness.
+  stats.on('error', () => {});
   await stats.connect();
   const worker = new SoakWorker(onStarts);
   let submitted = 0;
@@ -399,6 +402,7 @@ export async function runSoak(
     });
     if (options.vacuumSeconds > 0) {
       const vacuumClient = new pg.Client({ connectionString: url });
+      vacuumClient.on('error', () => {});
       await vacuumClient.connect();
       const vacuum = () => {
         vacuumTimer = setTimeout(() => {
