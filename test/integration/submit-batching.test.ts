@@ -274,6 +274,33 @@ describe('reserved job ids on postgres (JobIdReservoir)', () => {
     expect(await docket.listJobs({ kind: 'resent' })).toHaveLength(1);
   });
 
+  it('answers each reserved-id insert with the runAt and payload stored, as the database computed them', async () => {
+    const docket = await dockets.open();
+    const random = seededRandom(SEED);
+    const at = new Date(Date.UTC(2031, 4, 6, 7, 8, 9, 123));
+    // Payloads that an array literal would have to escape (quotes, backslashes, commas, braces,
+    // non-ASCII), and the runAt forms: asap, a delay, a jittered delay, an explicit instant.
+    const inputs = [
+      { kind: 'derived', payload: { quote: 'say "hi"', slash: 'a\\b', list: '{1,2}', text: 'é 𝄞' } },
+      { kind: 'derived', payload: 'plain', delayMs: 61_001 },
+      { kind: 'derived', payload: null, delayMs: 5_000, jitterMs: 997 },
+      { kind: 'derived', payload: [1, 'two', { three: 3 }], runAt: at },
+    ];
+    for (const now of [undefined, new Date(Date.UTC(2030, 0, 2, 3, 4, 5, 678))]) {
+      const specs = inputs.map((input) => normalizeSubmit(input, random));
+      const ids = await docket.store.jobReserveIds({ count: specs.length });
+      const results = await docket.store.jobSubmit({ jobs: specs, ids, ...(now ? { now } : {}) });
+      expect(results.map((result) => result.id)).toEqual(ids);
+      for (const [index, result] of results.entries()) {
+        const stored = await docket.store.jobGet({ id: result.id });
+        expect(stored?.runAt.getTime(), `jobs[${index}] at now=${String(now)}`).toBe(result.runAt.getTime());
+        expect(stored?.payload).toEqual(inputs[index]!.payload);
+      }
+      expect(results[3]!.runAt).toEqual(at);
+      if (now) expect(results[1]!.runAt.getTime()).toBe(now.getTime() + 61_001);
+    }
+  });
+
   it('refuses a reservation of no ids or more than the batch limit', async () => {
     const docket = await dockets.open();
     await expect(docket.store.jobReserveIds({ count: 0 })).rejects.toThrow(ValidationError);
