@@ -123,6 +123,46 @@ describe('PostgresStore: opening and migrations', () => {
   });
 });
 
+describe('PostgresStore: claimed rows', () => {
+  const ctx = useDatabase();
+
+  it('answers a claim with the same Dates a read parses, and orders run_at within one millisecond by its microseconds', async () => {
+    const db = await ctx.fresh();
+    const store = await ctx.open();
+    // Database clock (microseconds in every timestamp), a schedule slot, and three run_at values
+    // inside one millisecond whose microseconds order them against their ids.
+    const [plain] = await store.jobSubmit({ jobs: specs(1) });
+    await withClient((client) =>
+      client.query(
+        `UPDATE "${db.schema}".jobs SET schedule_slot = '2030-01-02 03:04:05.678901+00', run_at = now() - interval '1 hour' WHERE id = $1`,
+        [plain!.id],
+      ),
+    );
+    const sameMs = await store.jobSubmit({ jobs: specs(3, { queue: 'micro' }) });
+    await withClient((client) =>
+      client.query(
+        `UPDATE "${db.schema}".jobs j SET run_at = '2020-05-06 07:08:09.123000+00'::timestamptz + (s.us * interval '1 microsecond')
+         FROM unnest($1::bigint[], $2::int[]) AS s(id, us) WHERE j.id = s.id`,
+        [sameMs.map((result) => result.id), [900, 500, 100]],
+      ),
+    );
+    const claimed = await store.jobClaim({ owner: 'dates', limit: 10, leaseMs: 60_000, includeLapsed: false });
+    expect(claimed.map((job) => job.id)).toEqual([...sameMs.map((result) => result.id)].reverse().concat(plain!.id));
+    const lapsedPathClaim = await store.jobSubmit({ jobs: specs(1, { queue: 'lapsed-path' }) });
+    const [viaTransaction] = await store.jobClaim({ owner: 'dates', limit: 1, leaseMs: 60_000, queues: ['lapsed-path'] });
+    expect(viaTransaction?.id).toBe(lapsedPathClaim[0]!.id);
+    for (const job of [...claimed, viaTransaction!]) {
+      const read = await store.jobGet({ id: job.id });
+      for (const field of ['runAt', 'leaseUntil', 'scheduleSlot', 'createdAt', 'finishedAt', 'startedAt'] as const) {
+        expect(job[field], `${field} of job ${job.id}`).toEqual(read![field]);
+      }
+      expect(job.startedAt).toBeInstanceOf(Date);
+      expect(job.leaseUntil!.getTime()).toBe(job.startedAt!.getTime() + 60_000);
+    }
+    expect(claimed.at(-1)!.scheduleSlot).toEqual(new Date('2030-01-02T03:04:05.678Z'));
+  });
+});
+
 describe('PostgresStore: claiming under concurrency', () => {
   const ctx = useDatabase();
 

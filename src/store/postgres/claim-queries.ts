@@ -8,10 +8,11 @@
 import type { ClaimedJob } from '../../job/job.js';
 import type { JobClaimParams } from '../store.js';
 import { LEASE_EXPIRED_MESSAGE } from '../store-params.js';
-import { type JobRow, rowToJob } from './job-row.js';
+import { type EpochJobRow, epochRowToJob } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
   columnsOf,
+  epochColumnsOf,
   errorEntry,
   intervalMs,
   kindAllowed,
@@ -50,12 +51,12 @@ export class PostgresClaimQueries {
     // No kind can match an empty list: claim (and park) nothing, without a round trip.
     if (params.limit <= 0 || params.kinds?.length === 0) return { jobs: [], needsTransaction: false };
     const pendingOnly = params.includeLapsed === false;
-    const result = await db.query<JobRow & { needs_transaction: boolean | null }>(
+    const result = await db.query<EpochJobRow & { needs_transaction: boolean | null }>(
       pendingOnly ? this.sql.claimPendingOnly : this.sql.claim,
       pendingOnly ? this.claimParams(params).slice(0, 7) : this.claimParams(params),
     );
     const needsTransaction = result.rows[0]?.needs_transaction === true;
-    const jobs = result.rows.filter((row) => row.id !== null).map((row) => rowToJob(row) as ClaimedJob);
+    const jobs = result.rows.filter((row) => row.id !== null).map((row) => epochRowToJob(row) as ClaimedJob);
     return { jobs, needsTransaction };
   }
 
@@ -83,8 +84,8 @@ export class PostgresClaimQueries {
   /** The claim inside the caller's transaction, recurring runs included; the caller plans their schedules. */
   async claimInTransaction(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
     if (params.limit <= 0 || params.kinds?.length === 0) return [];
-    const result = await db.query<JobRow>(this.sql.claimInTransaction, this.claimParams(params));
-    return result.rows.map((row) => rowToJob(row) as ClaimedJob);
+    const result = await db.query<EpochJobRow>(this.sql.claimInTransaction, this.claimParams(params));
+    return result.rows.map((row) => epochRowToJob(row) as ClaimedJob);
   }
 
   private claimParams(params: JobClaimParams): unknown[] {
@@ -168,10 +169,10 @@ function buildClaimSql(s: string) {
 `;
     const result =
       mode === 'fast'
-        ? `SELECT cl.*, b.needs_transaction
+        ? `SELECT ${epochColumnsOf('cl')}, b.needs_transaction
       FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
       ORDER BY cl.priority, cl.run_at, cl.id`
-        : 'SELECT * FROM claimed ORDER BY priority, run_at, id';
+        : `SELECT ${epochColumnsOf('cl')} FROM claimed cl ORDER BY cl.priority, cl.run_at, cl.id`;
     return `
       WITH RECURSIVE ${pendingTriplesCte(jobs, '$5')},
       due AS (
@@ -216,8 +217,9 @@ ${lapsed ? parkingCtes : ''}      claimed AS (
      *   $6 kinds text[] (NULL = all), $7 excluded kinds text[] (empty = none), $8 boolean: whether
      *   lapsed leases are taken over and exhausted ones parked in this claim (false: the `lapsed`
      *   and `exhausted` CTEs reduce to a one-time filter and read nothing).
-     * Result: the claimed rows after the update (state running, new token and attempts), ordered
-     *   by priority, run_at, id, each with `needs_transaction` false; or, when a chosen candidate
+     * Result: the claimed rows after the update (state running, new token and attempts; every
+     *   timestamp as epoch milliseconds, see epochColumnsOf), ordered by priority, run_at, id, each
+     *   with `needs_transaction` false; or, when a chosen candidate
      *   is a recurring run, no claim at all and one all-NULL row with `needs_transaction` true.
      * Plan (docs/decisions/0006-kind-aware-claims.md): (1) loose index scan for the distinct
      * (queue, kind, priority) triples of pending jobs, less the kinds the claimer does not handle

@@ -30,6 +30,39 @@ export const JOB_COLUMNS = [
   'started_at',
 ] as const;
 
+/**
+ * The timestamptz columns of `jobs`. A claim answers them as epoch milliseconds (int8), because
+ * pg parses a timestamptz with a regular expression per value: for a claim of 524 rows that was
+ * 40 % of the client's CPU for the call, spent in the busiest loop of a worker.
+ */
+export const JOB_TIMESTAMP_COLUMNS = [
+  'run_at',
+  'lease_until',
+  'schedule_slot',
+  'created_at',
+  'finished_at',
+  'started_at',
+] as const satisfies readonly (typeof JOB_COLUMNS)[number][];
+
+type JobTimestampColumn = (typeof JOB_TIMESTAMP_COLUMNS)[number];
+
+/** A job row with its timestamps as epoch milliseconds (int8, which pg hands over as text). */
+export type EpochJobRow = Omit<JobRow, JobTimestampColumn> & { [column in JobTimestampColumn]: string | null };
+
+/**
+ * Converts an {@link EpochJobRow} to a {@link Job}. The Dates equal those pg would parse from the
+ * timestamptz: both drop the microseconds toward negative infinity (floor in SQL; pg builds the
+ * Date from whole milliseconds of the second).
+ */
+export function epochRowToJob(row: EpochJobRow): Job {
+  const dated = row as unknown as Record<JobTimestampColumn, Date | null>;
+  for (const column of JOB_TIMESTAMP_COLUMNS) {
+    const epochMs = row[column];
+    dated[column] = epochMs === null ? null : new Date(Number(epochMs));
+  }
+  return rowToJob(row as unknown as JobRow);
+}
+
 /** A jobs or dead_jobs row as pg returns it (int8 as string, timestamptz as Date, jsonb parsed). */
 export interface JobRow {
   id: string;

@@ -5,7 +5,7 @@
  * already-quoted schema; none runs anything.
  */
 import type pg from 'pg';
-import { JOB_COLUMNS } from './job-row.js';
+import { JOB_COLUMNS, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
 
 /** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
 export interface Queryable {
@@ -28,6 +28,21 @@ export function pinned(now: Date | undefined): Date | null {
 /** `j.<column>` for every job column, comma-separated. */
 export function columnsOf(alias: string): string {
   return JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+}
+
+const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set(JOB_TIMESTAMP_COLUMNS);
+
+/**
+ * {@link columnsOf} with each timestamptz column as its epoch milliseconds (int8, floored), under
+ * the column's own name, for rows read back with epochRowToJob. Sort by the qualified columns
+ * (`alias.run_at`), not the output names, to keep the microseconds in the order.
+ */
+export function epochColumnsOf(alias: string): string {
+  return JOB_COLUMNS.map((column) =>
+    TIMESTAMP_COLUMNS.has(column)
+      ? `floor(extract(epoch FROM ${alias}.${column}) * 1000)::bigint AS ${column}`
+      : `${alias}.${column}`,
+  ).join(', ');
 }
 
 /**
