@@ -149,7 +149,12 @@ describe('PostgresStore: claimed rows', () => {
     const claimed = await store.jobClaim({ owner: 'dates', limit: 10, leaseMs: 60_000, includeLapsed: false });
     expect(claimed.map((job) => job.id)).toEqual([...sameMs.map((result) => result.id)].reverse().concat(plain!.id));
     const lapsedPathClaim = await store.jobSubmit({ jobs: specs(1, { queue: 'lapsed-path' }) });
-    const [viaTransaction] = await store.jobClaim({ owner: 'dates', limit: 1, leaseMs: 60_000, queues: ['lapsed-path'] });
+    const [viaTransaction] = await store.jobClaim({
+      owner: 'dates',
+      limit: 1,
+      leaseMs: 60_000,
+      queues: ['lapsed-path'],
+    });
     expect(viaTransaction?.id).toBe(lapsedPathClaim[0]!.id);
     for (const job of [...claimed, viaTransaction!]) {
       const read = await store.jobGet({ id: job.id });

@@ -205,6 +205,10 @@ async function directoryIdentities(
   return found;
 }
 
+/**
+ * Real time, not the injected clock: this bounds a wait on the network at open, which a test's
+ * manual clock would never end; unref'd, so an open that settled early does not hold the process.
+ */
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
