@@ -50,7 +50,11 @@ await admin.connect();
 const jobs = (n: number, offset = 0) =>
   Array.from({ length: n }, (_, i) => ({ kind: 'bench.noop', payload: { i: offset + i, note: 'say "hi"' } }));
 const samples = new Map<string, number[]>();
-const record = (key: string, value: number) => samples.set(key, [...(samples.get(key) ?? []), value]);
+const record = (key: string, value: number) => {
+  const values = samples.get(key) ?? [];
+  values.push(value);
+  samples.set(key, values);
+};
 
 /** Runs `operation`, recording its client CPU and wall time in ms under `what`. */
 async function measure(tree: string, what: string, operation: () => Promise<unknown>): Promise<void> {

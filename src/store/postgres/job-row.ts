@@ -31,7 +31,7 @@ export const JOB_COLUMNS = [
 ] as const;
 
 /**
- * The timestamptz columns of `jobs`. A claim answers them as epoch milliseconds (int8), because
+ * The timestamptz columns of `jobs`. A claim answers them as epoch milliseconds (decimal text), because
  * pg parses a timestamptz with a regular expression per value: for a claim of 524 rows that was
  * 40 % of the client's CPU for the call, spent in the busiest loop of a worker.
  */
@@ -46,7 +46,7 @@ export const JOB_TIMESTAMP_COLUMNS = [
 
 type JobTimestampColumn = (typeof JOB_TIMESTAMP_COLUMNS)[number];
 
-/** A job row with its timestamps as epoch milliseconds (int8, which pg hands over as text). */
+/** A job row with its timestamps as epoch milliseconds, in decimal text (sql-fragments.ts, epochMsText). */
 export type EpochJobRow = Omit<JobRow, JobTimestampColumn> & { [column in JobTimestampColumn]: string | null };
 
 /**

@@ -33,15 +33,13 @@ export function columnsOf(alias: string): string {
 const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set(JOB_TIMESTAMP_COLUMNS);
 
 /**
- * {@link columnsOf} with each timestamptz column as its epoch milliseconds (int8, floored), under
+ * {@link columnsOf} with each timestamptz column as its epoch milliseconds ({@link epochMsText}), under
  * the column's own name, for rows read back with epochRowToJob. Sort by the qualified columns
  * (`alias.run_at`), not the output names, to keep the microseconds in the order.
  */
 export function epochColumnsOf(alias: string): string {
   return JOB_COLUMNS.map((column) =>
-    TIMESTAMP_COLUMNS.has(column)
-      ? `floor(extract(epoch FROM ${alias}.${column}) * 1000)::bigint AS ${column}`
-      : `${alias}.${column}`,
+    TIMESTAMP_COLUMNS.has(column) ? `${epochMsText(`${alias}.${column}`)} AS ${column}` : `${alias}.${column}`,
   ).join(', ');
 }
 

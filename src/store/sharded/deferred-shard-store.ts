@@ -11,67 +11,83 @@
  * for good with a ConfigurationError, because routing by its number would reach the wrong jobs.
  */
 import { ConfigurationError } from '../../job/errors.js';
-import type { ClaimedJob, Job } from '../../job/job.js';
-import type { Schedule } from '../../schedule/schedule.js';
 import { redactStoreUrl } from '../open-store.js';
 import { isTransientConnectionError } from '../postgres/checked-out-client.js';
 import { resolvePostgresConnectionOptions } from '../postgres/connection-options.js';
 import type { PostgresStoreOptions } from '../postgres/postgres-store.js';
-import type {
-  ActivityBucket,
-  AtTime,
-  BulkBatchResult,
-  CancelOutcome,
-  CompleteOutcome,
-  DeadLetterListParams,
-  DeadLetterPurgeParams,
-  DeadLetterRetryParams,
-  DueCountsParams,
-  DueKindCount,
-  FailOutcome,
-  JobActivityParams,
-  JobBulkApplyParams,
-  JobCancelParams,
-  JobClaimParams,
-  JobCompleteManyParams,
-  JobCompleteParams,
-  JobCountParams,
-  JobFailParams,
-  JobHeartbeatManyParams,
-  JobHeartbeatParams,
-  JobListParams,
-  JobPruneParams,
-  JobReleaseByOwnerParams,
-  JobReleaseParams,
-  JobReserveIdsParams,
-  JobSubmitParams,
-  MatchCount,
-  NextRunAtParams,
-  QueueCounts,
-  QueueCountsParams,
-  QueueNameParams,
-  QueueState,
-  QueueStats,
-  ReleaseOutcome,
-  ScheduleIdParams,
-  ScheduleListParams,
-  ScheduleRepairParams,
-  ScheduleUpsertParams,
-  ScheduleUpsertResult,
-  Store,
-  StoreCapabilities,
-  SubmitResult,
-  WakeUp,
-  WorkerRecord,
-  WorkerRegisterParams,
-} from '../store.js';
+import type { Store, StoreCapabilities, WakeUp } from '../store.js';
 import { readShardIdentity, type ShardIdentity, type ShardLocation } from './shard-identity.js';
 
 /** How often a deferred shard tries to open again while it stays unreachable, ms. */
 export const DEFERRED_OPEN_RETRY_MS = 1000;
 
+/**
+ * The Store methods a deferred shard hands to the real store once it is open: every one but
+ * those written out in the class (they must work before it opens) and the optional partitions,
+ * which a single shard does not offer. Checked by the compiler both ways: a method added to Store
+ * without a line here fails to compile, and so does a line naming no Store method.
+ */
+type ForwardedMethod = Exclude<keyof Store, 'capabilities' | 'subscribe' | 'close' | 'isConnectionLoss' | 'partitions'>;
+const FORWARDED_METHODS = Object.keys({
+  now: true,
+  jobSubmit: true,
+  jobReserveIds: true,
+  jobClaim: true,
+  jobHeartbeat: true,
+  jobHeartbeatMany: true,
+  jobComplete: true,
+  jobCompleteMany: true,
+  jobFail: true,
+  jobRelease: true,
+  jobReleaseByOwner: true,
+  jobCancel: true,
+  jobGet: true,
+  jobList: true,
+  jobPruneFinished: true,
+  jobNextRunAt: true,
+  deadLetterList: true,
+  deadLetterRetry: true,
+  deadLetterPurge: true,
+  queueStats: true,
+  queuePause: true,
+  queueResume: true,
+  queueList: true,
+  scheduleUpsert: true,
+  scheduleGet: true,
+  scheduleList: true,
+  schedulePause: true,
+  scheduleResume: true,
+  scheduleDelete: true,
+  scheduleRepair: true,
+  workerRegister: true,
+  workerDeregister: true,
+  workerList: true,
+  jobDueCountsByKind: true,
+  queueCounts: true,
+  jobActivity: true,
+  jobCountMatching: true,
+  jobBulkApply: true,
+} as const satisfies Record<ForwardedMethod, true>) as ForwardedMethod[];
+
+// The forwarded methods are defined on the prototype by the class's static block, one per name
+// in FORWARDED_METHODS; this declaration gives them their Store types.
+export interface DeferredShardStore extends Pick<Store, ForwardedMethod> {}
+
 /** A shard's store that opens on first use; see the file header. */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above types the members the static block installs
 export class DeferredShardStore implements Store {
+  static {
+    for (const method of FORWARDED_METHODS) {
+      Object.defineProperty(DeferredShardStore.prototype, method, {
+        value(this: DeferredShardStore, ...args: unknown[]): Promise<unknown> {
+          return this.ready().then((store) => (store[method] as (...params: unknown[]) => Promise<unknown>)(...args));
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+
   readonly capabilities: StoreCapabilities;
   private store: Store | undefined;
   private opening: Promise<Store> | undefined;
@@ -188,10 +204,6 @@ export class DeferredShardStore implements Store {
     }
   }
 
-  private async forward<T>(call: (store: Store) => Promise<T>): Promise<T> {
-    return call(await this.ready());
-  }
-
   private tell(wakeUp: WakeUp): void {
     for (const listener of [...this.listeners]) listener(wakeUp);
   }
@@ -219,120 +231,5 @@ export class DeferredShardStore implements Store {
     this.listeners.clear();
     await this.unsubscribeReal?.().catch(() => {});
     await this.store?.close();
-  }
-
-  now(): Promise<Date> {
-    return this.forward((store) => store.now());
-  }
-  jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
-    return this.forward((store) => store.jobSubmit(params));
-  }
-  jobReserveIds(params: JobReserveIdsParams): Promise<string[]> {
-    return this.forward((store) => store.jobReserveIds(params));
-  }
-  jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
-    return this.forward((store) => store.jobClaim(params));
-  }
-  jobHeartbeat(params: JobHeartbeatParams): Promise<Date | null> {
-    return this.forward((store) => store.jobHeartbeat(params));
-  }
-  jobHeartbeatMany(params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
-    return this.forward((store) => store.jobHeartbeatMany(params));
-  }
-  jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
-    return this.forward((store) => store.jobComplete(params));
-  }
-  jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
-    return this.forward((store) => store.jobCompleteMany(params));
-  }
-  jobFail(params: JobFailParams): Promise<FailOutcome> {
-    return this.forward((store) => store.jobFail(params));
-  }
-  jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
-    return this.forward((store) => store.jobRelease(params));
-  }
-  jobReleaseByOwner(params: JobReleaseByOwnerParams): Promise<number> {
-    return this.forward((store) => store.jobReleaseByOwner(params));
-  }
-  jobCancel(params: JobCancelParams): Promise<CancelOutcome> {
-    return this.forward((store) => store.jobCancel(params));
-  }
-  jobGet(params: { id: string }): Promise<Job | null> {
-    return this.forward((store) => store.jobGet(params));
-  }
-  jobList(params: JobListParams): Promise<Job[]> {
-    return this.forward((store) => store.jobList(params));
-  }
-  jobPruneFinished(params: JobPruneParams): Promise<number> {
-    return this.forward((store) => store.jobPruneFinished(params));
-  }
-  jobNextRunAt(params: NextRunAtParams): Promise<Date | null> {
-    return this.forward((store) => store.jobNextRunAt(params));
-  }
-  deadLetterList(params: DeadLetterListParams): Promise<Job[]> {
-    return this.forward((store) => store.deadLetterList(params));
-  }
-  deadLetterRetry(params: DeadLetterRetryParams): Promise<Job | null> {
-    return this.forward((store) => store.deadLetterRetry(params));
-  }
-  deadLetterPurge(params: DeadLetterPurgeParams): Promise<number> {
-    return this.forward((store) => store.deadLetterPurge(params));
-  }
-  queueStats(params?: AtTime): Promise<QueueStats[]> {
-    return this.forward((store) => store.queueStats(params));
-  }
-  queuePause(params: QueueNameParams): Promise<QueueState> {
-    return this.forward((store) => store.queuePause(params));
-  }
-  queueResume(params: QueueNameParams): Promise<QueueState> {
-    return this.forward((store) => store.queueResume(params));
-  }
-  queueList(): Promise<QueueState[]> {
-    return this.forward((store) => store.queueList());
-  }
-  scheduleUpsert(params: ScheduleUpsertParams): Promise<ScheduleUpsertResult> {
-    return this.forward((store) => store.scheduleUpsert(params));
-  }
-  scheduleGet(params: { id: string }): Promise<Schedule | null> {
-    return this.forward((store) => store.scheduleGet(params));
-  }
-  scheduleList(params: ScheduleListParams): Promise<Schedule[]> {
-    return this.forward((store) => store.scheduleList(params));
-  }
-  schedulePause(params: ScheduleIdParams): Promise<Schedule | null> {
-    return this.forward((store) => store.schedulePause(params));
-  }
-  scheduleResume(params: ScheduleIdParams): Promise<Schedule | null> {
-    return this.forward((store) => store.scheduleResume(params));
-  }
-  scheduleDelete(params: { id: string }): Promise<boolean> {
-    return this.forward((store) => store.scheduleDelete(params));
-  }
-  scheduleRepair(params?: ScheduleRepairParams): Promise<number> {
-    return this.forward((store) => store.scheduleRepair(params));
-  }
-  workerRegister(params: WorkerRegisterParams): Promise<WorkerRecord> {
-    return this.forward((store) => store.workerRegister(params));
-  }
-  workerDeregister(params: { id: string }): Promise<boolean> {
-    return this.forward((store) => store.workerDeregister(params));
-  }
-  workerList(params?: AtTime): Promise<WorkerRecord[]> {
-    return this.forward((store) => store.workerList(params));
-  }
-  jobDueCountsByKind(params?: DueCountsParams): Promise<DueKindCount[]> {
-    return this.forward((store) => store.jobDueCountsByKind(params));
-  }
-  queueCounts(params?: QueueCountsParams): Promise<QueueCounts[]> {
-    return this.forward((store) => store.queueCounts(params));
-  }
-  jobActivity(params: JobActivityParams): Promise<ActivityBucket[]> {
-    return this.forward((store) => store.jobActivity(params));
-  }
-  jobCountMatching(params: JobCountParams): Promise<MatchCount> {
-    return this.forward((store) => store.jobCountMatching(params));
-  }
-  jobBulkApply(params: JobBulkApplyParams): Promise<BulkBatchResult> {
-    return this.forward((store) => store.jobBulkApply(params));
   }
 }

@@ -69,6 +69,11 @@ export function shardLocationKey(url: string, schemaOption?: string): string {
   }
 }
 
+/** The key a shard is recorded under in the shard directories. */
+export function directoryKey(location: ShardLocation): string {
+  return shardLocationKey(location.given, location.schema);
+}
+
 /** The SQL of the directory table, idempotent. */
 function createDirectorySql(schema: string): string {
   const s = quoteIdentifier(schema);
@@ -216,21 +221,23 @@ export async function recordShardDirectory(
   );
 }
 
-/** The directory entry a shard holds for `locationKey`, or null when it holds none. */
-export async function readShardDirectoryEntry(
-  location: ShardLocation,
-  locationKey: string,
-): Promise<ShardIdentity | null> {
+/**
+ * Every entry of the directory of the shard at `location`, by location key. The table exists:
+ * readShardIdentity created it (opening reads every answering shard's identity first).
+ */
+export async function readShardDirectory(location: ShardLocation): Promise<Map<string, ShardIdentity>> {
   const s = quoteIdentifier(location.schema);
-  return withShardClient(location, async (client) => {
-    await ensureIdentityTable(client, location.schema);
-    const rows = await client.query<{ shard_number: number; shard_uuid: string; draining: boolean }>(
-      `SELECT shard_number, shard_uuid, draining FROM ${s}.shard_directory WHERE location_key = $1`,
-      [locationKey],
-    );
-    const row = rows.rows[0];
-    return row ? { shardNumber: row.shard_number, uuid: row.shard_uuid, draining: row.draining } : null;
-  });
+  const { rows } = await withShardClient(location, (client) =>
+    client.query<{ location_key: string; shard_number: number; shard_uuid: string; draining: boolean }>(
+      `SELECT location_key, shard_number, shard_uuid, draining FROM ${s}.shard_directory`,
+    ),
+  );
+  return new Map(
+    rows.map((row) => [
+      row.location_key,
+      { shardNumber: row.shard_number, uuid: row.shard_uuid, draining: row.draining },
+    ]),
+  );
 }
 
 /** Marks a shard draining (no new work routed to it) or active again; returns its identity. */

@@ -86,10 +86,12 @@ import type {
 import { DeferredShardStore } from './deferred-shard-store.js';
 import {
   assignShardNumber,
+  directoryKey,
   planShardNumbers,
-  readShardDirectoryEntry,
+  readShardDirectory,
   readShardIdentity,
   recordShardDirectory,
+  type ShardDirectoryEntry,
   type ShardIdentity,
   type ShardLocation,
   setShardDraining,
@@ -185,24 +187,42 @@ async function directoryIdentities(
   identities: readonly (ShardIdentity | null)[],
   missing: readonly number[],
 ): Promise<ShardIdentity[]> {
-  const answering = locations.filter((_, index) => !missing.includes(index));
+  const keys = missing.map((index) => directoryKey(locations[index]!));
+  // Each answering shard's directory is read once, in list order, until every key is found.
+  const recorded = new Map<string, ShardIdentity>();
+  for (const [index, other] of locations.entries()) {
+    if (missing.includes(index) || keys.every((key) => recorded.has(key))) continue;
+    const directory = await readShardDirectory(other).catch(() => new Map<string, ShardIdentity>());
+    for (const key of keys) {
+      const identity = directory.get(key);
+      if (identity && !recorded.has(key)) recorded.set(key, identity);
+    }
+  }
   const held = identities.filter((identity): identity is ShardIdentity => identity !== null);
   const found: ShardIdentity[] = [];
-  for (const index of missing) {
-    const location = locations[index]!;
-    const key = shardLocationKey(location.given, location.schema);
-    let recorded: ShardIdentity | null = null;
-    for (const other of answering) {
-      recorded = await readShardDirectoryEntry(other, key).catch(() => null);
-      if (recorded) break;
-    }
-    const clash = (identity: ShardIdentity) =>
-      held.some((each) => each.shardNumber === identity.shardNumber || each.uuid === identity.uuid) ||
-      found.some((each) => each.shardNumber === identity.shardNumber || each.uuid === identity.uuid);
-    if (!recorded || clash(recorded)) return found;
-    found.push(recorded);
+  const clash = (identity: ShardIdentity) =>
+    [...held, ...found].some((each) => each.shardNumber === identity.shardNumber || each.uuid === identity.uuid);
+  for (const key of keys) {
+    const identity = recorded.get(key);
+    if (!identity || clash(identity)) return found;
+    found.push(identity);
   }
   return found;
+}
+
+/** Records `entries` in the directory of every shard in `shards` that is up (a shard down gets them next time). */
+async function recordInDirectories(shards: readonly Shard[], entries: readonly ShardDirectoryEntry[]): Promise<void> {
+  await Promise.all(
+    shards
+      .filter((shard) => shard.downSince === null)
+      .map((shard) => recordShardDirectory(shard.location, entries).catch(() => {})),
+  );
+}
+
+/** The store an open attempt gave: every shard whose attempt gave none was deferred, or open threw. */
+function openedStore(outcome: { store: Store } | { error: unknown } | undefined): Store {
+  if (outcome && 'store' in outcome) return outcome.store;
+  throw new Error('docket: a shard neither opened nor was deferred (a bug in ShardedStore.open)');
 }
 
 /**
@@ -349,32 +369,26 @@ export class ShardedStore implements Store, ShardAdmin {
         return {
           number: identity.shardNumber,
           location,
-          store:
-            isDeferred || !outcome || !('store' in outcome)
-              ? new DeferredShardStore(
-                  location,
-                  identity,
-                  { ...storeOptions, schema: location.schema },
-                  {
-                    attempt: attempts[index]!,
-                    abort: aborts[index]!,
-                  },
-                )
-              : outcome.store,
+          store: isDeferred
+            ? new DeferredShardStore(
+                location,
+                identity,
+                { ...storeOptions, schema: location.schema },
+                {
+                  attempt: attempts[index]!,
+                  abort: aborts[index]!,
+                },
+              )
+            : openedStore(outcome),
           draining: identity.draining,
           downSince: isDeferred ? startedAt : null,
           lastProbeAt: 0,
           lastError: isDeferred && outcome && 'error' in outcome ? outcome.error : undefined,
         };
       });
-      const entries = shards.map((shard, index) => ({
-        locationKey: shardLocationKey(shard.location.given, shard.location.schema),
-        identity: assigned[index]!,
-      }));
-      await Promise.all(
-        shards
-          .filter((shard) => shard.downSince === null)
-          .map((shard) => recordShardDirectory(shard.location, entries).catch(() => {})),
+      await recordInDirectories(
+        shards,
+        shards.map((shard, index) => ({ locationKey: directoryKey(shard.location), identity: assigned[index]! })),
       );
       const sharded = new ShardedStore(shards, clock, random);
       for (const shard of shards) {
@@ -408,12 +422,7 @@ export class ShardedStore implements Store, ShardAdmin {
     shard.draining = draining;
     if (identity) {
       // The directories too, so a process that opens the list while this shard is down routes as it should.
-      const entry = { locationKey: shardLocationKey(shard.location.given, shard.location.schema), identity };
-      await Promise.all(
-        this.shards
-          .filter((each) => each.downSince === null)
-          .map((each) => recordShardDirectory(each.location, [entry]).catch(() => {})),
-      );
+      await recordInDirectories(this.shards, [{ locationKey: directoryKey(shard.location), identity }]);
     }
     let schedulesMoved = 0;
     if (draining) {
