@@ -131,14 +131,16 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     await within(worker.stop(), 3000, 'stop');
   });
 
-  it('keeps a job running ten times longer than its lease alive by heartbeating', async () => {
+  it('keeps a job running five times longer than its lease alive by heartbeating', async () => {
     const owner = await open();
     const rival = await open();
-    // Heartbeats at a quarter of the lease: three may be late before the lease lapses on a loaded machine.
-    const leaseMs = 600;
+    // Heartbeats at a sixth of the lease: five may be late, or one round trip may stall for a second
+    // (a WAL flush behind another suite's load), before the lease lapses. A 600 ms lease lapsed once
+    // in CI on a loaded machine; what this proves is renewal, not how tight a lease can be.
+    const leaseMs = 1200;
     let signalAborted = false;
     owner.handle('long', async (_payload, ctx) => {
-      await sleep(leaseMs * 10);
+      await sleep(leaseMs * 5);
       signalAborted = ctx.signal.aborted;
     });
     const rivalStarted: string[] = [];
@@ -147,7 +149,7 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     });
     const completed = deferred<string>();
     owner.events.on('completed', (event) => completed.resolve(event.job.id));
-    const worker = owner.worker({ leaseMs, heartbeatIntervalMs: 150, pollIntervalMs: 50 });
+    const worker = owner.worker({ leaseMs, heartbeatIntervalMs: 200, pollIntervalMs: 50 });
     await worker.start();
     const trouble: string[] = [];
     owner.events.on('leaseLost', (event) => trouble.push(`leaseLost ${event.reason}`));
@@ -155,7 +157,7 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     const { id } = await owner.submit({ kind: 'long' });
     // Let the owner take it, then a rival polls hard for the whole run, ready to steal a lapsed lease.
     await expect.poll(async () => (await owner.getJob(id))?.state, { timeout: 3000, interval: 20 }).toBe('running');
-    await rival.worker({ leaseMs, heartbeatIntervalMs: 150, pollIntervalMs: 20 }).start();
+    await rival.worker({ leaseMs, heartbeatIntervalMs: 200, pollIntervalMs: 20 }).start();
 
     expect(await within(completed.promise, 15_000, () => `long job completion (${trouble.join(', ')})`)).toBe(id);
     expect(trouble).toEqual([]);

@@ -95,12 +95,22 @@ describe('ambiguous commits on PostgreSQL', () => {
     expect(jobs.find((j) => j.idempotencyKey === 'ambiguous-submit-1')?.id).toBe(retried?.id);
   });
 
-  it('counts one attempt for a hidden claim and hands the job out again once that lease lapses', async () => {
-    const queues = ['hidden-claim'];
-    const [submitted] = await direct.jobSubmit({ jobs: [spec(null, 'hidden-claim')] });
+  // The claim that searches lapsed leases is sent as SQL; the one that does not is the stored
+  // function a busy worker calls (src/store/postgres/stored-statements.ts).
+  it.each([
+    { claim: 'searching lapsed leases', includeLapsed: true, queue: 'hidden-claim' },
+    { claim: 'of pending jobs only (stored)', includeLapsed: false, queue: 'hidden-claim-pending' },
+  ])('counts one attempt for a hidden claim $claim and hands the job out again once that lease lapses', async ({
+    includeLapsed,
+    queue,
+  }) => {
+    const queues = [queue];
+    const [submitted] = await direct.jobSubmit({ jobs: [spec(null, queue)] });
     const now = await direct.now();
-    const cut = proxy.arm((sql) => sql.includes('token = j.token + 1'));
-    await expect(viaProxy.jobClaim({ owner: 'lost', limit: 1, leaseMs: 1000, now, queues })).rejects.toThrow();
+    const cut = proxy.arm((sql) => sql.includes('token = j.token + 1') || /\."claim_pending_[0-9a-f]{12}"\(/.test(sql));
+    await expect(
+      viaProxy.jobClaim({ owner: 'lost', limit: 1, leaseMs: 1000, now, queues, includeLapsed }),
+    ).rejects.toThrow();
     expect((await cut).failed).toBe(false);
     // Nobody heard of that claim, so nobody runs the job until its lease lapses.
     const at = (ms: number) => new Date(now.getTime() + ms);
@@ -139,8 +149,10 @@ describe('submits through a connection cut after COMMIT', () => {
     await db?.drop();
   });
 
-  // Both submit statements (the lean insert of unkeyed jobs and the keyed one) start their insert so.
-  const isSubmitInsert = (sql: string) => /INSERT INTO \S+\.jobs \(id, kind/.test(sql);
+  // The keyed submit statement starts its insert so; the lean insert of unkeyed jobs is the stored
+  // function (src/store/postgres/stored-statements.ts).
+  const isSubmitInsert = (sql: string) =>
+    /INSERT INTO \S+\.jobs \(id, kind/.test(sql) || /\."insert_jobs_[0-9a-f]{12}"\(/.test(sql);
 
   async function jobsOfKind(kind: string) {
     return direct.jobList({ kind, limit: 1000 });

@@ -13,6 +13,7 @@ import { quoteIdentifier } from './migrations.js';
 import {
   columnsOf,
   epochColumnsOf,
+  epochColumnTypes,
   errorEntry,
   intervalMs,
   kindAllowed,
@@ -23,6 +24,7 @@ import {
   type Queryable,
   queueNotPaused,
 } from './sql-fragments.js';
+import { type StoredStatement, storedStatement } from './stored-statements.js';
 
 /**
  * Exhausted lapsed jobs parked by one claim, whatever its limit: a poison job must not take a
@@ -33,9 +35,23 @@ const MAX_PARKED_PER_CLAIM = 1000;
 /** The claim SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresClaimQueries {
   private readonly sql: ReturnType<typeof buildClaimSql>;
+  /** claimPendingOnly as a function: the claim a busy worker sends most, planned once per connection. */
+  private readonly claimPendingStored: StoredStatement;
 
   constructor(schemaName: string) {
-    this.sql = buildClaimSql(quoteIdentifier(schemaName));
+    const schema = quoteIdentifier(schemaName);
+    this.sql = buildClaimSql(schema);
+    this.claimPendingStored = storedStatement(schema, {
+      prefix: 'claim_pending',
+      parameterTypes: ['timestamptz', 'text', 'bigint', 'double precision', 'text[]', 'text[]', 'text[]'],
+      returns: `${epochColumnTypes()}, needs_transaction boolean`,
+      sql: this.sql.claimPendingOnly,
+    });
+  }
+
+  /** The functions this class calls, for the store to create when it opens (stored-statements.ts). */
+  get storedStatements(): readonly StoredStatement[] {
+    return [this.claimPendingStored];
   }
 
   /**
@@ -52,7 +68,7 @@ export class PostgresClaimQueries {
     if (params.limit <= 0 || params.kinds?.length === 0) return { jobs: [], needsTransaction: false };
     const pendingOnly = params.includeLapsed === false;
     const result = await db.query<EpochJobRow & { needs_transaction: boolean | null }>(
-      pendingOnly ? this.sql.claimPendingOnly : this.sql.claim,
+      pendingOnly ? this.claimPendingStored.callSql : this.sql.claim,
       pendingOnly ? this.claimParams(params).slice(0, 7) : this.claimParams(params),
     );
     const needsTransaction = result.rows[0]?.needs_transaction === true;

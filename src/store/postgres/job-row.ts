@@ -31,6 +31,35 @@ export const JOB_COLUMNS = [
 ] as const;
 
 /**
+ * The SQL type of each column of `jobs`, as migrations.ts declares it, for statements whose result
+ * columns must be spelled out (stored-statements.ts). test/store/postgres-stored-statements.test.ts
+ * compares it with the table in the database.
+ */
+export const JOB_COLUMN_TYPES: { readonly [column in (typeof JOB_COLUMNS)[number]]: string } = {
+  id: 'bigint',
+  kind: 'text',
+  queue: 'text',
+  payload: 'jsonb',
+  priority: 'smallint',
+  state: 'text',
+  run_at: 'timestamptz',
+  lease_until: 'timestamptz',
+  lease_owner: 'text',
+  token: 'integer',
+  attempts: 'integer',
+  max_attempts: 'integer',
+  retry_policy: 'jsonb',
+  errors: 'jsonb',
+  idempotency_key: 'text',
+  timeout_ms: 'integer',
+  schedule_id: 'text',
+  schedule_slot: 'timestamptz',
+  created_at: 'timestamptz',
+  finished_at: 'timestamptz',
+  started_at: 'timestamptz',
+};
+
+/**
  * The timestamptz columns of `jobs`. A claim answers them as epoch milliseconds (decimal text), because
  * pg parses a timestamptz with a regular expression per value: for a claim of 524 rows that was
  * 40 % of the client's CPU for the call, spent in the busiest loop of a worker.

@@ -21,6 +21,7 @@
  */
 import type pg from 'pg';
 import { type ConnectionHealth, inClientTransaction } from './checked-out-client.js';
+import { createMissingStoredStatements, type StoredStatement } from './stored-statements.js';
 
 /** One numbered schema change; `sql` receives the already-quoted schema identifier. */
 export interface PostgresMigration {
@@ -241,7 +242,8 @@ export function quoteIdentifier(name: string): string {
 }
 
 /**
- * Creates the schema if missing and applies every unapplied migration, in one transaction under a
+ * Creates the schema if missing and applies every unapplied migration, then creates the missing
+ * `storedStatements`, in one transaction under a
  * transaction-scoped advisory lock (see the file header for why). Returns the versions this call
  * applied (empty when another process already had). `connection` says whether the client's
  * connection was lost (see withCheckedOutClient).
@@ -250,6 +252,7 @@ export async function runPostgresMigrations(
   client: pg.ClientBase,
   schemaName: string,
   connection: ConnectionHealth,
+  storedStatements: readonly StoredStatement[] = [],
 ): Promise<number[]> {
   const s = quoteIdentifier(schemaName);
   // hashtext gives a stable int4 per schema name, so different schemas migrate in parallel.
@@ -278,6 +281,10 @@ export async function runPostgresMigrations(
       ]);
       appliedNow.push(migration.version);
     }
+    // After the tables they read: the hot statements' functions (stored-statements.ts). They are
+    // not numbered migrations: each is named by a hash of its definition, so a release that
+    // changes one adds a function beside the old one instead of replacing it under running peers.
+    await createMissingStoredStatements(client, schemaName, storedStatements);
     return appliedNow;
   });
 }

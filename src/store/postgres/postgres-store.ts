@@ -121,6 +121,11 @@ export const DEFAULT_POSTGRES_SCHEMA = 'docket';
 /** Schema names: a plain SQL identifier, short enough that the NOTIFY channel fits in 63 bytes. */
 const SCHEMA_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
+/** Every stored statement (stored-statements.ts) the store's queries call, for the migration run to create. */
+function storedStatementsOf(schema: string) {
+  return [...new PostgresClaimQueries(schema).storedStatements, ...new PostgresJobQueries(schema).storedStatements];
+}
+
 /** Splits a `?schema=` parameter off a PostgreSQL URL; pg would otherwise pass it to the server. */
 export function splitSchemaFromUrl(url: string): { url: string; schema: string | null } {
   let parsed: URL;
@@ -316,9 +321,11 @@ export class PostgresStore implements Store {
     const giveUpAt = Date.now() + settings.connectTimeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await withCheckedOutClient(maintenancePool, (client, health) => runPostgresMigrations(client, schema, health), {
-          closeAfter: true,
-        });
+        await withCheckedOutClient(
+          maintenancePool,
+          (client, health) => runPostgresMigrations(client, schema, health, storedStatementsOf(schema)),
+          { closeAfter: true },
+        );
         // One round trip on the pool itself: its settings (statement timeout, keepalives) are
         // proven accepted at open, so a server or pooler that refuses one fails here, once,
         // instead of failing every later call; and the first claim finds a warm connection.

@@ -5,7 +5,7 @@
  * already-quoted schema; none runs anything.
  */
 import type pg from 'pg';
-import { JOB_COLUMNS, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
+import { JOB_COLUMN_TYPES, JOB_COLUMNS, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
 
 /** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
 export interface Queryable {
@@ -40,6 +40,13 @@ const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set(JOB_TIMESTAMP_COLUMNS);
 export function epochColumnsOf(alias: string): string {
   return JOB_COLUMNS.map((column) =>
     TIMESTAMP_COLUMNS.has(column) ? `${epochMsText(`${alias}.${column}`)} AS ${column}` : `${alias}.${column}`,
+  ).join(', ');
+}
+
+/** The result columns of {@link epochColumnsOf} with their types (`name type, …`), for a function's RETURNS TABLE. */
+export function epochColumnTypes(): string {
+  return JOB_COLUMNS.map(
+    (column) => `${column} ${TIMESTAMP_COLUMNS.has(column) ? 'text' : JOB_COLUMN_TYPES[column]}`,
   ).join(', ');
 }
 

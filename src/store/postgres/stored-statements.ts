@@ -1,0 +1,105 @@
+/**
+ * Hot statements kept in the database as PL/pgSQL functions, so each connection parses and plans
+ * them once instead of on every call (docs/decisions/0013-stored-hot-statements.md).
+ *
+ * Why functions: PostgreSQL parses, analyses and plans every unnamed statement anew. For the
+ * claim a worker sends between its lapsed-lease searches that was about 1 ms of server CPU per
+ * call, more than the claim itself when it leases a few jobs; at 1,000 single submits a second
+ * (a submit, a claim and a completion per job) parse and plan alone kept a 2-core server busy.
+ * Named prepared statements would save the same, but they live in one server session, which a
+ * transaction pooler hands to other clients (decision 0007). A PL/pgSQL function is a schema
+ * object: whichever session runs it caches its plan, so it is as pooler-safe as a table.
+ *
+ * How the plan is kept honest: every function runs with `plan_cache_mode = force_generic_plan`
+ * (one plan per session, made at its first call, never re-made per parameter) and with sequential
+ * and bitmap scans disabled. A generic plan made while the jobs table was empty must not turn
+ * into a sequential scan of a million rows later, and every hot statement is designed for plain
+ * index scans anyway (decisions 0006, 0010): a bitmap scan never marks a dead index entry, a
+ * sequential scan reads the whole queue. test/store/postgres-stored-statements.test.ts reads the
+ * plans the functions really use (auto_explain) on an empty table and on a large one.
+ *
+ * Versioning: a function's name carries a hash of its whole definition, so a changed statement is
+ * a new function; processes of the previous release keep calling theirs during a rolling deploy.
+ * The store creates missing ones when it opens, in the migration transaction.
+ */
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+
+/** What a hot statement is: its SQL (with `$n` parameters) and the types around it. */
+export interface StoredStatementSpec {
+  /** The function name's readable part, e.g. `claim_pending`. */
+  prefix: string;
+  /** The SQL type of each `$n`, in order; the statement's own casts must agree. */
+  parameterTypes: readonly string[];
+  /** The result columns, `name type, …`, exactly as the statement answers them. */
+  returns: string;
+  /** One SQL statement, answering rows of `returns`. */
+  sql: string;
+}
+
+/** A hot statement as a function: the SQL that calls it and the SQL that creates it. */
+export interface StoredStatement {
+  /** The function's unquoted name, unique to this definition. */
+  readonly functionName: string;
+  /** `SELECT * FROM schema.function($1, …)`, with the statement's parameters. */
+  readonly callSql: string;
+  /** The CREATE OR REPLACE FUNCTION statement. */
+  readonly createSql: string;
+}
+
+/** The settings every stored statement's plan is made and run under; see the file header. */
+const PLAN_SETTINGS = [
+  'SET plan_cache_mode = force_generic_plan',
+  'SET enable_seqscan = off',
+  'SET enable_bitmapscan = off',
+  'SET enable_hashjoin = off',
+  'SET enable_mergejoin = off',
+].join(' ');
+
+/** Builds the function for one hot statement in `quotedSchema` (already quoted). */
+export function storedStatement(quotedSchema: string, spec: StoredStatementSpec): StoredStatement {
+  const signature = spec.parameterTypes.join(', ');
+  // `#variable_conflict use_column`: the result columns are also PL/pgSQL variables; where a name
+  // is both, the statement means the table's column, as it does when sent on its own.
+  const body = `
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY ${spec.sql.trim()};
+END`;
+  const definition = `(${signature}) RETURNS TABLE (${spec.returns}) LANGUAGE plpgsql VOLATILE ${PLAN_SETTINGS} AS $docket_stored$${body}
+$docket_stored$`;
+  const hash = createHash('sha256').update(quotedSchema).update(definition).digest('hex').slice(0, 12);
+  const functionName = `${spec.prefix}_${hash}`;
+  const qualified = `${quotedSchema}."${functionName}"`;
+  const placeholders = spec.parameterTypes.map((_, index) => `$${index + 1}`).join(', ');
+  return {
+    functionName,
+    callSql: `SELECT * FROM ${qualified}(${placeholders})`,
+    createSql: `CREATE OR REPLACE FUNCTION ${qualified}${definition}`,
+  };
+}
+
+/**
+ * Creates the stored statements `schemaName` lacks. Run inside the migration transaction, under
+ * its advisory lock, so concurrent openers do not race on the same CREATE.
+ */
+export async function createMissingStoredStatements(
+  client: pg.ClientBase,
+  schemaName: string,
+  statements: readonly StoredStatement[],
+): Promise<string[]> {
+  if (statements.length === 0) return [];
+  const existing = await client.query<{ proname: string }>(
+    `SELECT p.proname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = $1 AND p.proname = ANY($2::text[])`,
+    [schemaName, statements.map((statement) => statement.functionName)],
+  );
+  const present = new Set(existing.rows.map((row) => row.proname));
+  const created: string[] = [];
+  for (const statement of statements) {
+    if (present.has(statement.functionName)) continue;
+    await client.query(statement.createSql);
+    created.push(statement.functionName);
+  }
+  return created;
+}

@@ -1,0 +1,171 @@
+/**
+ * The hot statements the PostgreSQL store keeps as functions (src/store/postgres/stored-statements.ts):
+ * created once per definition when a store opens, typed exactly like the table, and planned the
+ * way their decisions say, read from the plans the functions really run (auto_explain with nested
+ * statements, reported to this client as notices), including a plan cached while the table was empty.
+ */
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { normalizeSubmit } from '../../src/job/job-spec.js';
+import { PostgresClaimQueries } from '../../src/store/postgres/claim-queries.js';
+import { PostgresJobQueries } from '../../src/store/postgres/job-queries.js';
+import { JOB_COLUMN_TYPES, JOB_COLUMNS } from '../../src/store/postgres/job-row.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { storedStatement } from '../../src/store/postgres/stored-statements.js';
+import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
+
+const opened: { db?: TestDatabase; stores: PostgresStore[]; clients: pg.Client[] } = { stores: [], clients: [] };
+
+afterEach(async () => {
+  await Promise.all(opened.clients.splice(0).map((client) => client.end()));
+  await Promise.all(opened.stores.splice(0).map((store) => store.close()));
+  await opened.db?.drop();
+  opened.db = undefined;
+});
+
+async function freshStore(): Promise<{ store: PostgresStore; schema: string }> {
+  const db = await createTestDatabase('postgres');
+  opened.db = db;
+  const schema = db.schema as string;
+  const store = await PostgresStore.open(POSTGRES_URL, { schema, poolSize: 2 });
+  opened.stores.push(store);
+  return { store, schema };
+}
+
+async function client(): Promise<pg.Client> {
+  const connection = new pg.Client({ connectionString: POSTGRES_URL });
+  await connection.connect();
+  opened.clients.push(connection);
+  return connection;
+}
+
+async function functionNames(connection: pg.Client, schema: string): Promise<string[]> {
+  const result = await connection.query<{ proname: string }>(
+    `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1`,
+    [schema],
+  );
+  return result.rows.map((row) => row.proname);
+}
+
+/** A connection whose every statement, nested ones included, reports its plan as a notice. */
+async function explainingClient(): Promise<{ connection: pg.Client; plans: string[] }> {
+  const connection = await client();
+  const plans: string[] = [];
+  connection.on('notice', (notice) => {
+    if (notice.message?.includes('plan:')) plans.push(notice.message);
+  });
+  await connection.query(`LOAD 'auto_explain'`);
+  await connection.query('SET auto_explain.log_min_duration = 0');
+  await connection.query('SET auto_explain.log_nested_statements = on');
+  await connection.query(`SET auto_explain.log_level = 'notice'`);
+  await connection.query('SET client_min_messages = notice');
+  return { connection, plans };
+}
+
+/** The plans of statements run inside a stored function (their query text is the function's body). */
+function nestedPlans(plans: readonly string[], marker: string): string[] {
+  return plans.filter((plan) => plan.includes(marker) && !/Query Text: SELECT \* FROM "[^"]+"\."/.test(plan));
+}
+
+describe('PostgresStore: stored hot statements', () => {
+  it('creates each stored statement once per definition, whoever opens the schema', async () => {
+    const { schema } = await freshStore();
+    const connection = await client();
+    const names = await functionNames(connection, schema);
+    expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(['claim_pending', 'insert_jobs']);
+    opened.stores.push(await PostgresStore.open(POSTGRES_URL, { schema, poolSize: 1 }));
+    expect(await functionNames(connection, schema)).toEqual(names);
+  });
+
+  it('names a changed definition anew, so a release never replaces the function its peers still call', () => {
+    const spec = {
+      prefix: 'complete_jobs',
+      parameterTypes: ['bigint[]'],
+      returns: 'ord bigint',
+      sql: 'SELECT 1::bigint',
+    };
+    const a = storedStatement('"docket"', spec);
+    expect(storedStatement('"docket"', spec).functionName).toBe(a.functionName);
+    expect(storedStatement('"docket"', { ...spec, sql: 'SELECT 2::bigint' }).functionName).not.toBe(a.functionName);
+    expect(storedStatement('"other"', spec).functionName).not.toBe(a.functionName);
+  });
+
+  it('declares the result columns with the types the jobs table has', async () => {
+    const { schema } = await freshStore();
+    const connection = await client();
+    const result = await connection.query<{ attname: string; type: string }>(
+      `SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type FROM pg_attribute a
+       WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+      [`"${schema}".jobs`],
+    );
+    const normalize = (type: string) => type.replace('timestamp with time zone', 'timestamptz');
+    expect(result.rows.map((row) => [row.attname, normalize(row.type)])).toEqual(
+      JOB_COLUMNS.map((column) => [column, JOB_COLUMN_TYPES[column]]),
+    );
+  });
+
+  it('plans with index scans only, even when the plan was cached while the table was empty', async () => {
+    const { schema } = await freshStore();
+    const claims = new PostgresClaimQueries(schema);
+    const jobs = new PostgresJobQueries(schema);
+    const { connection, plans } = await explainingClient();
+    const claimParams = { owner: 'o', limit: 10, leaseMs: 30_000, includeLapsed: false } as const;
+
+    // First calls on an empty, never analysed table: each function caches its generic plan now.
+    expect((await claims.claimOrDefer(connection, claimParams)).jobs).toEqual([]);
+    const [reserved] = (
+      await connection.query<{ ids: string[] }>(
+        `SELECT array_agg(nextval('"${schema}".jobs_id_seq')::text) AS ids FROM generate_series(1, 1)`,
+      )
+    ).rows;
+    await jobs.submit(connection, { jobs: [normalizeSubmit({ kind: 'k' })], ids: reserved!.ids }, 5000);
+    expect((await claims.claimOrDefer(connection, claimParams)).jobs).toHaveLength(1);
+
+    // The table grows to 60,000 pending rows with no ANALYZE (autovacuum may be off): the cached
+    // plans must still find ten rows without reading the table.
+    await connection.query(
+      `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'k', 'default', '{}', 'pending', now() - interval '1 hour', 3, '{"kind":"fixed","delayMs":1000}', now()
+       FROM generate_series(1, 60000)`,
+    );
+    plans.length = 0;
+    expect((await claims.claimOrDefer(connection, claimParams)).jobs).toHaveLength(10);
+
+    const claimPlan = nestedPlans(plans, 'FOR UPDATE SKIP LOCKED');
+    expect(claimPlan).toHaveLength(1);
+    expect(claimPlan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash/);
+    // The triples' loose scan, each triple's range and the update's row lookup, as decisions 0006 and 0010 plan them.
+    expect(claimPlan[0]).toMatch(/Index Only Scan using jobs_pending_kind_claim_idx/);
+    expect(claimPlan[0]).toMatch(/Index Scan using jobs_pending_kind_claim_idx/);
+    expect(claimPlan[0]).toMatch(/Index Scan using jobs_pkey on jobs j_3 [^\n]*\n\s+Index Cond: \(id = c_1\.id\)/);
+
+    // The insert reads no table: its plan is the input's function scans, whatever the table holds.
+    const [more] = (
+      await connection.query<{ ids: string[] }>(
+        `SELECT array_agg(nextval('"${schema}".jobs_id_seq')::text) AS ids FROM generate_series(1, 3)`,
+      )
+    ).rows;
+    plans.length = 0;
+    const specs = [0, 1, 2].map(() => normalizeSubmit({ kind: 'k' }));
+    expect(await jobs.submit(connection, { jobs: specs, ids: more!.ids }, 5000)).toHaveLength(3);
+    const insertPlan = nestedPlans(plans, 'INSERT INTO');
+    expect(insertPlan).toHaveLength(1);
+    expect(insertPlan[0]).not.toMatch(/Scan on jobs|Scan using/);
+  });
+
+  it('answers the same jobs through the stored claim as through the statement it wraps', async () => {
+    const { store, schema } = await freshStore();
+    await store.jobSubmit({
+      jobs: Array.from({ length: 6 }, (_, i) => normalizeSubmit({ kind: 'k', priority: i % 3 })),
+    });
+    const claims = new PostgresClaimQueries(schema);
+    const connection = await client();
+    await connection.query('BEGIN');
+    const params = { owner: 'o', limit: 4, leaseMs: 30_000, includeLapsed: false } as const;
+    const stored = (await claims.claimOrDefer(connection, params)).jobs;
+    await connection.query('ROLLBACK');
+    const direct = await connection.query(claims.claimPendingOnlySql, [null, 'o', 4, 30_000, null, null, []]);
+    expect(stored.map((job) => job.id)).toEqual(direct.rows.map((row: { id: string }) => row.id));
+    expect(stored.map((job) => job.priority)).toEqual([0, 0, 1, 1]);
+  });
+});
