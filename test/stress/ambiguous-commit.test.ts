@@ -100,26 +100,28 @@ describe('ambiguous commits on PostgreSQL', () => {
   it.each([
     { claim: 'searching lapsed leases', includeLapsed: true, queue: 'hidden-claim' },
     { claim: 'of pending jobs only (stored)', includeLapsed: false, queue: 'hidden-claim-pending' },
-  ])('counts one attempt for a hidden claim $claim and hands the job out again once that lease lapses', async ({
-    includeLapsed,
-    queue,
-  }) => {
-    const queues = [queue];
-    const [submitted] = await direct.jobSubmit({ jobs: [spec(null, queue)] });
-    const now = await direct.now();
-    const cut = proxy.arm((sql) => sql.includes('token = j.token + 1') || /\."claim_pending_[0-9a-f]{12}"\(/.test(sql));
-    await expect(
-      viaProxy.jobClaim({ owner: 'lost', limit: 1, leaseMs: 1000, now, queues, includeLapsed }),
-    ).rejects.toThrow();
-    expect((await cut).failed).toBe(false);
-    // Nobody heard of that claim, so nobody runs the job until its lease lapses.
-    const at = (ms: number) => new Date(now.getTime() + ms);
-    const during = await direct.jobClaim({ owner: 'other', limit: 10, leaseMs: 1000, now: at(500), queues });
-    expect(during).toEqual([]);
-    const after = await direct.jobClaim({ owner: 'other', limit: 10, leaseMs: 1000, now: at(1001), queues });
-    expect(after).toHaveLength(1);
-    expect(after[0]).toMatchObject({ id: submitted?.id, token: 2, attempts: 2 });
-  });
+  ])(
+    'counts one attempt for a hidden claim $claim and hands the job out again once that lease lapses',
+    async ({ includeLapsed, queue }) => {
+      const queues = [queue];
+      const [submitted] = await direct.jobSubmit({ jobs: [spec(null, queue)] });
+      const now = await direct.now();
+      const cut = proxy.arm(
+        (sql) => sql.includes('token = j.token + 1') || /\."claim_pending_[0-9a-f]{12}"\(/.test(sql),
+      );
+      await expect(
+        viaProxy.jobClaim({ owner: 'lost', limit: 1, leaseMs: 1000, now, queues, includeLapsed }),
+      ).rejects.toThrow();
+      expect((await cut).failed).toBe(false);
+      // Nobody heard of that claim, so nobody runs the job until its lease lapses.
+      const at = (ms: number) => new Date(now.getTime() + ms);
+      const during = await direct.jobClaim({ owner: 'other', limit: 10, leaseMs: 1000, now: at(500), queues });
+      expect(during).toEqual([]);
+      const after = await direct.jobClaim({ owner: 'other', limit: 10, leaseMs: 1000, now: at(1001), queues });
+      expect(after).toHaveLength(1);
+      expect(after[0]).toMatchObject({ id: submitted?.id, token: 2, attempts: 2 });
+    },
+  );
 });
 
 /**
