@@ -162,6 +162,12 @@ export interface StoreInspection {
   bootstrapSql: string;
   /** The SQL that records one applied migration, for scripts that apply migrations by hand. */
   recordSql(migration: PendingMigration): string;
+  /**
+   * PostgreSQL: the functions Docket keeps its hottest statements in (decision 0013) that the
+   * schema lacks, with the statements that create them; opening the store creates them, and a
+   * script that applies migrations by hand must too. Empty for SQLite.
+   */
+  missingFunctions: { name: string; sql: string }[];
 }
 
 /** Options of {@link inspectStore}. */
@@ -204,6 +210,7 @@ async function inspectSqlite(path: string): Promise<StoreInspection> {
       pending: all,
       bootstrapSql,
       recordSql,
+      missingFunctions: [],
     };
   }
   const { default: Database } = await import('better-sqlite3');
@@ -226,6 +233,7 @@ async function inspectSqlite(path: string): Promise<StoreInspection> {
       pending: all.filter((migration) => !applied.has(migration.version)),
       bootstrapSql,
       recordSql,
+      missingFunctions: [],
     };
   } finally {
     db.close();
@@ -241,6 +249,8 @@ async function inspectPostgres(url: string, options: InspectStoreOptions): Promi
     DEFAULT_CONNECT_TIMEOUT_MS,
   } = await import('./postgres/postgres-store.js');
   const { POSTGRES_MIGRATIONS, quoteIdentifier } = await import('./postgres/migrations.js');
+  const { postgresStoredStatements } = await import('./postgres/postgres-store.js');
+  const { missingStoredStatements } = await import('./postgres/stored-statements.js');
   const split = splitSchemaFromUrl(url);
   const schema = validateSchemaName(options.schema ?? split.schema ?? DEFAULT_POSTGRES_SCHEMA);
   const s = quoteIdentifier(schema);
@@ -276,6 +286,7 @@ CREATE TABLE IF NOT EXISTS ${s}.migrations (
             )
           : [];
       const applied = new Set(appliedVersions);
+      const missing = await missingStoredStatements(client, schema, postgresStoredStatements(schema));
       return {
         exists: row?.schema_exists === true,
         hasDocketSchema: row?.table != null,
@@ -284,6 +295,7 @@ CREATE TABLE IF NOT EXISTS ${s}.migrations (
         pending: all.filter((migration) => !applied.has(migration.version)),
         bootstrapSql,
         recordSql,
+        missingFunctions: missing.map((statement) => ({ name: statement.functionName, sql: statement.createSql })),
       };
     } catch (error) {
       if (!isTransientConnectionError(error) || Date.now() >= deadline) throw error;

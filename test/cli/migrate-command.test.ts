@@ -41,12 +41,16 @@ describe.each(storeKinds())('docket migrate on %s', (kind) => {
       expect(dry.code, describeRun(dry)).toBe(0);
       expect(dry.stdout).toContain(`${LATEST[kind].length} pending migrations (nothing applied)`);
       const json = await runDocketInProcess(['migrate', '--dry-run', '--json', '--db', db.url]);
-      expect((JSON.parse(json.stdout) as { pending: { version: number }[] }).pending.map((m) => m.version)).toEqual(
-        LATEST[kind],
-      );
+      const listed = JSON.parse(json.stdout) as { pending: { version: number }[]; functions: string[] };
+      expect(listed.pending.map((m) => m.version)).toEqual(LATEST[kind]);
+      // PostgreSQL: the statement functions opening would create (decision 0013) are listed too.
+      const functionPrefixes = kind === 'sqlite' ? [] : ['claim_pending', 'insert_jobs'];
+      expect(listed.functions.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(functionPrefixes);
       const sql = await runDocketInProcess(['migrate', '--sql', '--db', db.url]);
       expect(sql.code, describeRun(sql)).toBe(0);
       expect(sql.stdout).toContain('CREATE TABLE');
+      for (const name of listed.functions)
+        expect(sql.stdout).toContain(`CREATE OR REPLACE FUNCTION "${db.schema}"."${name}"`);
       expect(await databaseExists(db)).toBe(false);
       if (kind === 'sqlite') expect(existsSync(db.url.replace(/^sqlite:/, ''))).toBe(false);
     } finally {
@@ -80,6 +84,7 @@ describe.each(storeKinds())('docket migrate on %s', (kind) => {
       await runSqlScript(db, sql.stdout);
       const inspection = await inspectStore(db.url);
       expect(inspection.appliedVersions).toEqual(LATEST[kind]);
+      expect(inspection.missingFunctions).toEqual([]);
       const after = await runDocketInProcess(['migrate', '--dry-run', '--db', db.url]);
       expect(after.stdout).toContain('is up to date');
       // Docket opens it without applying anything and works on it.

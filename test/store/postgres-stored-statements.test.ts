@@ -40,11 +40,17 @@ async function client(): Promise<pg.Client> {
 }
 
 async function functionNames(connection: pg.Client, schema: string): Promise<string[]> {
-  const result = await connection.query<{ proname: string }>(
-    `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1`,
+  return (await functionVersions(connection, schema)).map((row) => row.proname);
+}
+
+/** Each function with the transaction that last wrote its catalog row: a CREATE OR REPLACE changes it. */
+async function functionVersions(connection: pg.Client, schema: string): Promise<{ proname: string; xmin: string }[]> {
+  const result = await connection.query<{ proname: string; xmin: string }>(
+    `SELECT p.proname, p.xmin::text AS xmin FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = $1 ORDER BY 1`,
     [schema],
   );
-  return result.rows.map((row) => row.proname);
+  return result.rows;
 }
 
 /** A connection whose every statement, nested ones included, reports its plan as a notice. */
@@ -73,8 +79,9 @@ describe('PostgresStore: stored hot statements', () => {
     const connection = await client();
     const names = await functionNames(connection, schema);
     expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(['claim_pending', 'insert_jobs']);
+    const before = await functionVersions(connection, schema);
     opened.stores.push(await PostgresStore.open(POSTGRES_URL, { schema, poolSize: 1 }));
-    expect(await functionNames(connection, schema)).toEqual(names);
+    expect(await functionVersions(connection, schema)).toEqual(before);
   });
 
   it('names a changed definition anew, so a release never replaces the function its peers still call', () => {

@@ -53,14 +53,23 @@ export function migrateCommand() {
         return;
       }
       if (flags.dryRun) {
-        if (flags.json) printJson({ applied: before.appliedVersions, pending });
-        else if (pending.length === 0)
+        const functions = before.missingFunctions.map((fn) => fn.name);
+        if (flags.json) printJson({ applied: before.appliedVersions, pending, functions });
+        else if (pending.length === 0 && functions.length === 0)
           printLine(`${shown} is up to date (${describeVersions(before.appliedVersions)})`);
         else {
-          printLine(
-            `${shown}: ${pending.length} pending migration${pending.length === 1 ? '' : 's'} (nothing applied):`,
-          );
-          for (const migration of pending) printLine(`  ${migration.version}  ${migration.name}`);
+          if (pending.length > 0) {
+            printLine(
+              `${shown}: ${pending.length} pending migration${pending.length === 1 ? '' : 's'} (nothing applied):`,
+            );
+            for (const migration of pending) printLine(`  ${migration.version}  ${migration.name}`);
+          }
+          if (functions.length > 0) {
+            printLine(
+              `${shown}: ${functions.length} statement function${functions.length === 1 ? '' : 's'} to create:`,
+            );
+            for (const name of functions) printLine(`  ${name}`);
+          }
         }
         return;
       }
@@ -81,7 +90,10 @@ function describeVersions(versions: readonly number[]): string {
   return versions.length === 0 ? 'no migrations' : `migrations ${versions.join(', ')}`;
 }
 
-/** The pending migrations as one script: the migration table first, then each step in its own transaction. */
+/**
+ * The pending migrations as one script: the migration table first, then each step in its own
+ * transaction, then the statement functions the schema lacks (PostgreSQL).
+ */
 function migrationScript(inspection: StoreInspection, sqlite: boolean): string {
   const lines = [
     `-- Docket schema migrations pending for this store: ${inspection.pending.map((m) => m.version).join(', ') || 'none'}`,
@@ -97,6 +109,13 @@ function migrationScript(inspection: StoreInspection, sqlite: boolean): string {
       inspection.recordSql(migration),
       'COMMIT;',
     );
+  }
+  if (inspection.missingFunctions.length > 0) {
+    lines.push(
+      '',
+      '-- The functions Docket keeps its hottest statements in (docs/decisions/0013-stored-hot-statements.md).',
+    );
+    for (const fn of inspection.missingFunctions) lines.push(`${fn.sql};`);
   }
   return lines.join('\n');
 }

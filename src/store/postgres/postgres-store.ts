@@ -101,6 +101,7 @@ import { PostgresJobQueries } from './job-queries.js';
 import { runPostgresMigrations } from './migrations.js';
 import { PostgresScheduleQueries } from './schedule-queries.js';
 import { type Queryable, wakeChannel } from './sql-fragments.js';
+import type { StoredStatement } from './stored-statements.js';
 import { explainPoolerRefusal } from './transaction-pooler.js';
 import { callerTransaction, PostgresTransactionQueries } from './transaction-queries.js';
 import { WakeUpListener } from './wake-up-listener.js';
@@ -121,9 +122,13 @@ export const DEFAULT_POSTGRES_SCHEMA = 'docket';
 /** Schema names: a plain SQL identifier, short enough that the NOTIFY channel fits in 63 bytes. */
 const SCHEMA_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
-/** Every stored statement (stored-statements.ts) the store's queries call, for the migration run to create. */
-function storedStatementsOf(schema: string) {
-  return [...new PostgresClaimQueries(schema).storedStatements, ...new PostgresJobQueries(schema).storedStatements];
+/** The statements a store on `schema` calls as functions (stored-statements.ts), for `docket migrate --sql`. */
+export function postgresStoredStatements(schema: string): StoredStatement[] {
+  return storedStatementsOf(new PostgresClaimQueries(schema), new PostgresJobQueries(schema));
+}
+
+function storedStatementsOf(claims: PostgresClaimQueries, queries: PostgresJobQueries): StoredStatement[] {
+  return [...claims.storedStatements, ...queries.storedStatements];
 }
 
 /** Splits a `?schema=` parameter off a PostgreSQL URL; pg would otherwise pass it to the server. */
@@ -258,6 +263,8 @@ export class PostgresStore implements Store {
     listenConnection: pg.ClientConfig | null;
     schema: string;
     wakeHorizonMs: number;
+    claims: PostgresClaimQueries;
+    queries: PostgresJobQueries;
   }) {
     this.pool = parts.pool;
     this.maintenancePool = parts.maintenancePool;
@@ -271,9 +278,9 @@ export class PostgresStore implements Store {
       callerTransactions: true,
       reservableJobIds: true,
     });
-    this.queries = new PostgresJobQueries(parts.schema);
+    this.queries = parts.queries;
     this.dashboard = new PostgresDashboardQueries(parts.schema, wakeChannel(parts.schema));
-    this.claims = new PostgresClaimQueries(parts.schema);
+    this.claims = parts.claims;
     this.schedules = new PostgresScheduleQueries(parts.schema, wakeChannel(parts.schema));
     this.transactions = new PostgresTransactionQueries(parts.schema);
     this.workers = new PostgresWorkerQueries(parts.schema);
@@ -318,12 +325,15 @@ export class PostgresStore implements Store {
     // (A checked-out client has no such guard from pg-pool: see withCheckedOutClient.)
     pool.on('error', () => {});
     maintenancePool.on('error', () => {});
+    // Built once: the migration run creates the functions these queries call.
+    const claims = new PostgresClaimQueries(schema);
+    const queries = new PostgresJobQueries(schema);
     const giveUpAt = Date.now() + settings.connectTimeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
         await withCheckedOutClient(
           maintenancePool,
-          (client, health) => runPostgresMigrations(client, schema, health, storedStatementsOf(schema)),
+          (client, health) => runPostgresMigrations(client, schema, health, storedStatementsOf(claims, queries)),
           { closeAfter: true },
         );
         // One round trip on the pool itself: its settings (statement timeout, keepalives) are
@@ -350,7 +360,7 @@ export class PostgresStore implements Store {
         });
       }
     }
-    return new PostgresStore({ pool, maintenancePool, listenConnection, schema, wakeHorizonMs });
+    return new PostgresStore({ pool, maintenancePool, listenConnection, schema, wakeHorizonMs, claims, queries });
   }
 
   /** The pool, for tests and for callers that share it. */

@@ -20,7 +20,8 @@
  *
  * Versioning: a function's name carries a hash of its whole definition, so a changed statement is
  * a new function; processes of the previous release keep calling theirs during a rolling deploy.
- * The store creates missing ones when it opens, in the migration transaction.
+ * The store creates missing ones when it opens, in the migration transaction; `docket migrate
+ * --sql` prints them after the pending migrations.
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
@@ -79,6 +80,22 @@ $docket_stored$`;
   };
 }
 
+/** The stored statements `schemaName` lacks (by function name), in the order given. */
+export async function missingStoredStatements(
+  client: pg.ClientBase,
+  schemaName: string,
+  statements: readonly StoredStatement[],
+): Promise<StoredStatement[]> {
+  if (statements.length === 0) return [];
+  const existing = await client.query<{ proname: string }>(
+    `SELECT p.proname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = $1 AND p.proname = ANY($2::text[])`,
+    [schemaName, statements.map((statement) => statement.functionName)],
+  );
+  const present = new Set(existing.rows.map((row) => row.proname));
+  return statements.filter((statement) => !present.has(statement.functionName));
+}
+
 /**
  * Creates the stored statements `schemaName` lacks. Run inside the migration transaction, under
  * its advisory lock, so concurrent openers do not race on the same CREATE.
@@ -87,19 +104,8 @@ export async function createMissingStoredStatements(
   client: pg.ClientBase,
   schemaName: string,
   statements: readonly StoredStatement[],
-): Promise<string[]> {
-  if (statements.length === 0) return [];
-  const existing = await client.query<{ proname: string }>(
-    `SELECT p.proname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-     WHERE n.nspname = $1 AND p.proname = ANY($2::text[])`,
-    [schemaName, statements.map((statement) => statement.functionName)],
-  );
-  const present = new Set(existing.rows.map((row) => row.proname));
-  const created: string[] = [];
-  for (const statement of statements) {
-    if (present.has(statement.functionName)) continue;
+): Promise<void> {
+  for (const statement of await missingStoredStatements(client, schemaName, statements)) {
     await client.query(statement.createSql);
-    created.push(statement.functionName);
   }
-  return created;
 }
