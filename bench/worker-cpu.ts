@@ -8,13 +8,15 @@
  *
  * Each round, for each tree in turn: a fresh schema, `--jobs` no-op jobs submitted, then a child
  * process of that tree opens Docket, starts `docket.worker({ concurrency: 10, prefetch })` and
- * reports `process.cpuUsage()` and wall time from start until its handler ran every job. Printed:
- * each round, then the medians and the ratio this ÷ baseline. `--prefetch auto` leaves the option
+ * reports `process.cpuUsage()`, wall time and the time spent in garbage collection (the `gc`
+ * performance entries) from start until its handler ran every job. Printed: each round, then the
+ * medians and the ratios this ÷ baseline. `--prefetch auto` leaves the option
  * out (each tree's own default). The baseline is a checkout with node_modules (see
  * docs/benchmarks.md, "Before and after a change").
  */
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -46,6 +48,7 @@ async function runParent(): Promise<void> {
   ];
   const cpu: Record<string, number[]> = { this: [], baseline: [] };
   const wall: Record<string, number[]> = { this: [], baseline: [] };
+  const gc: Record<string, number[]> = { this: [], baseline: [] };
   for (let round = 1; round <= Number(values.rounds); round += 1) {
     for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
       const schema = `cpu_${tree.name}_${process.pid}`;
@@ -57,17 +60,22 @@ async function runParent(): Promise<void> {
       const line = run.stdout.trim().split('\n').at(-1) ?? '';
       if (run.status !== 0 || !line.startsWith('{'))
         throw new Error(`${tree.name} round ${round} failed:\n${run.stderr}`);
-      const result = JSON.parse(line) as { cpuMs: number; wallMs: number };
+      const result = JSON.parse(line) as { cpuMs: number; wallMs: number; gcMs: number };
       cpu[tree.name]?.push(result.cpuMs);
       wall[tree.name]?.push(result.wallMs);
+      gc[tree.name]?.push(result.gcMs);
       console.log(
-        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, wall ${result.wallMs.toFixed(0)} ms`,
+        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, gc ${result.gcMs.toFixed(0)} ms, wall ${result.wallMs.toFixed(0)} ms`,
       );
     }
   }
   const [mine, theirs] = [median(cpu.this ?? []), median(cpu.baseline ?? [])];
   console.log(
     `worker CPU median: this ${mine.toFixed(0)} ms, baseline ${theirs.toFixed(0)} ms, ratio ${(mine / theirs).toFixed(2)}`,
+  );
+  const [mineGc, theirsGc] = [median(gc.this ?? []), median(gc.baseline ?? [])];
+  console.log(
+    `GC median: this ${mineGc.toFixed(0)} ms, baseline ${theirsGc.toFixed(0)} ms, ratio ${(mineGc / theirsGc).toFixed(2)}`,
   );
   const [mineWall, theirsWall] = [median(wall.this ?? []), median(wall.baseline ?? [])];
   console.log(`wall median: this ${mineWall.toFixed(0)} ms, baseline ${theirsWall.toFixed(0)} ms (load-dependent)`);
@@ -95,6 +103,12 @@ async function runChild(dir: string, schema: string, jobs: number, prefetch: str
       handled += 1;
       if (handled === jobs) allHandled();
     });
+    // Collections are where a worker's per-job garbage costs it: summed from the gc entries.
+    let gcMs = 0;
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) gcMs += entry.duration;
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
     const cpuBefore = process.cpuUsage();
     const startedAt = performance.now();
     const worker = docket.worker(
@@ -104,8 +118,11 @@ async function runChild(dir: string, schema: string, jobs: number, prefetch: str
     await done;
     const wallMs = performance.now() - startedAt;
     const used = process.cpuUsage(cpuBefore);
+    // Entries are delivered asynchronously: let the last ones arrive before reading the sum.
+    await new Promise((resolveTick) => setImmediate(resolveTick));
+    gcObserver.disconnect();
     await worker.stop();
-    console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs }));
+    console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs, gcMs }));
   } finally {
     await docket.close();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

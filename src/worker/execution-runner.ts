@@ -8,9 +8,10 @@ import type { Clock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
 import type { DocketEvents } from './docket-events.js';
+import type { CompletionResult } from './job-completer.js';
 import { JobExecution, type JobExecutionHooks } from './job-execution.js';
 import type { HandlerOutcome } from './job-executor.js';
-import { createJobContext, invokeHandler } from './job-executor.js';
+import { invokeHandler, WorkerJobContext } from './job-executor.js';
 import type { AbortReason, JobHandler } from './job-handler.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
@@ -33,6 +34,8 @@ export interface ExecutionRunnerDependencies {
   renewer: PartitionedRenewer;
   /** Keeps an outcome write for shutdown to wait on (and errors from escaping). */
   track(write: Promise<void>): void;
+  /** A bug in the worker's own bookkeeping surfaced while finishing a job: reported, never thrown. */
+  onInternalError(error: unknown): void;
   /** A handler let go of the slot of `lease` after holding it `heldMs`: start buffered jobs, claim again. */
   onSlotFreed(heldMs: number, lease: JobLease): void;
 }
@@ -82,13 +85,12 @@ export class ExecutionRunner implements JobExecutionHooks {
       const latenessMs = deps.clock.now() - job.runAt.getTime();
       deps.events.emit('started', { job, workerId: deps.workerId, latenessMs });
     }
-    const ctx = createJobContext(job, execution.abort, deps.logger, (transaction) =>
+    const ctx = new WorkerJobContext(job, execution.abort, deps.logger, (transaction) =>
       deps.outcomes.completeInTransaction(execution, transaction),
     );
-    const run = invokeHandler(handler, job, ctx, execution.abort, this.countDiscarded).then((outcome) =>
+    void invokeHandler(handler, job, ctx, execution.abort, this.countDiscarded).then((outcome) =>
       this.afterHandler(execution, outcome),
     );
-    deps.track(run);
   }
 
   /** The job running (or finishing) here under `lease`, if any. */
@@ -126,23 +128,37 @@ export class ExecutionRunner implements JobExecutionHooks {
     for (const execution of [...this.executions.values()]) this.cutOff(execution, 'shutdown');
   }
 
-  /** The handler settled: writes what its execution says is due. */
-  private async afterHandler(execution: JobExecution, outcome: HandlerOutcome): Promise<void> {
-    const { report } = this.deps;
-    const action = execution.settle(outcome);
-    if (action === 'fail' && outcome.kind === 'threw') {
-      const error = { kind: 'thrown' as const, message: outcome.message, detail: outcome.detail };
-      await this.deps.outcomes.fail(execution, error, outcome.hints);
-    } else if (action === 'completed_in_transaction') {
-      report.completed(execution.job, execution.elapsedMs());
-    } else if (action === 'complete') {
-      const result = await this.deps.completer.complete(execution.lease);
-      execution.finish();
-      if (result === 'done') report.completed(execution.job, execution.elapsedMs());
-      else if (result === 'stale') report.stale(execution.job, 'complete');
-      else report.counters.discarded += 1;
+  /**
+   * The handler settled: starts the write its execution says is due. A failed attempt's write is
+   * tracked (shutdown waits for it); a completion joins the completer's next batch, which shutdown
+   * drains, and {@link completionWritten} hears the verdict. Nothing here is a promise per job on
+   * the common path: a drain completes every job, and each promise layer was garbage.
+   */
+  private afterHandler(execution: JobExecution, outcome: HandlerOutcome): void {
+    const { deps } = this;
+    try {
+      const action = execution.settle(outcome);
+      if (action === 'fail' && outcome.kind === 'threw') {
+        const error = { kind: 'thrown' as const, message: outcome.message, detail: outcome.detail };
+        deps.track(deps.outcomes.fail(execution, error, outcome.hints));
+      } else if (action === 'completed_in_transaction') {
+        deps.report.completed(execution.job, execution.elapsedMs());
+      } else if (action === 'complete') {
+        deps.completer.complete(execution.lease, execution, this.completionWritten);
+      }
+    } catch (error) {
+      deps.onInternalError(error);
     }
   }
+
+  /** What became of a completion {@link afterHandler} queued (one function for every job). */
+  private readonly completionWritten = (execution: JobExecution, result: CompletionResult): void => {
+    const { report } = this.deps;
+    execution.finish();
+    if (result === 'done') report.completed(execution.job, execution.elapsedMs());
+    else if (result === 'stale') report.stale(execution.job, 'complete');
+    else report.counters.discarded += 1;
+  };
 
   /** {@link JobExecutionHooks.onSlotFreed}: one handler fewer holds a slot. */
   onSlotFreed(execution: JobExecution): void {

@@ -94,34 +94,54 @@ export class InvocationAbort {
 }
 
 /**
- * Builds the context a handler receives for `job`; its signal and logger are made on first use.
+ * The context a handler receives for `job`; its signal and logger are made on first use.
  * `completeInTransaction` is the worker's fenced in-transaction completion for this attempt.
+ *
+ * A class, with `signal` and `logger` as getters on its prototype: an object literal with getters
+ * is built by V8 in dictionary mode, about 1.1 KB and 4-5 µs per job (a busy worker's largest
+ * single allocation), where this is about 120 bytes and 1 µs. Reading `ctx.signal`, destructuring
+ * `const { signal } = ctx` or passing `ctx` on all work; a spread copy (`{ ...ctx }`) holds the
+ * data fields only (docs/library.md).
  */
-export function createJobContext(
-  job: ClaimedJob,
-  abort: InvocationAbort,
-  logger: Logger,
-  completeInTransaction: (transaction: unknown) => Promise<void>,
-): JobContext {
-  let jobLogger: Logger | undefined;
-  // Own enumerable getters, not a class: a handler that spreads or copies ctx still gets both.
-  return {
-    jobId: job.id,
-    kind: job.kind,
-    queue: job.queue,
-    attempt: job.attempts,
-    maxAttempts: job.maxAttempts,
-    token: job.token,
-    runAt: job.runAt,
-    get signal() {
-      return abort.signal;
-    },
-    get logger() {
-      jobLogger ??= childLogger(logger, { jobId: job.id, kind: job.kind, attempt: job.attempts });
-      return jobLogger;
-    },
-    completeInTransaction,
-  };
+export class WorkerJobContext implements JobContext {
+  readonly jobId: string;
+  readonly kind: string;
+  readonly queue: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly token: number;
+  readonly runAt: Date;
+  readonly completeInTransaction: (transaction: unknown) => Promise<void>;
+  readonly #abort: InvocationAbort;
+  readonly #workerLogger: Logger;
+  #jobLogger: Logger | undefined;
+
+  constructor(
+    job: ClaimedJob,
+    abort: InvocationAbort,
+    logger: Logger,
+    completeInTransaction: (transaction: unknown) => Promise<void>,
+  ) {
+    this.jobId = job.id;
+    this.kind = job.kind;
+    this.queue = job.queue;
+    this.attempt = job.attempts;
+    this.maxAttempts = job.maxAttempts;
+    this.token = job.token;
+    this.runAt = job.runAt;
+    this.completeInTransaction = completeInTransaction;
+    this.#abort = abort;
+    this.#workerLogger = logger;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get logger(): Logger {
+    this.#jobLogger ??= childLogger(this.#workerLogger, { jobId: this.jobId, kind: this.kind, attempt: this.attempt });
+    return this.#jobLogger;
+  }
 }
 
 /**
@@ -135,36 +155,65 @@ export function invokeHandler(
   abort: InvocationAbort,
   onLateSettle: () => void,
 ): Promise<HandlerOutcome> {
-  const settled = new Promise<HandlerOutcome>((resolve) => {
-    // A synchronous throw is a failure like a rejection, never an exception out of the worker.
-    let result: unknown;
-    try {
-      result = handler(job.payload as never, ctx);
-    } catch (thrown) {
-      resolve({ kind: 'threw', ...describeThrown(thrown), hints: retryHints(thrown) });
-      return;
-    }
-    Promise.resolve(result).then(
-      () => resolve({ kind: 'returned' }),
-      (thrown: unknown) => resolve({ kind: 'threw', ...describeThrown(thrown), hints: retryHints(thrown) }),
-    );
-  });
-  if (abort.aborted) return Promise.resolve({ kind: 'aborted' });
+  // One promise and two closures per job on the common path (an async handler that returns):
+  // a busy worker runs tens of thousands of these a second, and each promise layer was garbage.
   return new Promise<HandlerOutcome>((resolve) => {
     let done = false;
-    abort.onAbort(() => {
-      if (done) return;
-      done = true;
-      resolve({ kind: 'aborted' });
-    });
-    void settled.then((outcome) => {
+    let reportLate = true;
+    const handlerSettled = (outcome: HandlerOutcome): void => {
       abort.onAbort(undefined);
       if (done) {
-        onLateSettle();
+        if (reportLate) onLateSettle();
         return;
       }
       done = true;
       resolve(outcome);
-    });
+    };
+    // A synchronous throw is a failure like a rejection, never an exception out of the worker.
+    let result: unknown;
+    let threw = false;
+    try {
+      result = handler(job.payload as never, ctx);
+    } catch (thrown) {
+      threw = true;
+      result = thrown;
+    }
+    if (abort.aborted) {
+      // Cut off while the handler was being called: whatever it does later is not reported.
+      done = true;
+      reportLate = false;
+      resolve({ kind: 'aborted' });
+    } else {
+      abort.onAbort(() => {
+        if (done) return;
+        done = true;
+        resolve({ kind: 'aborted' });
+      });
+    }
+    if (threw) {
+      handlerSettled(threwOutcome(result));
+    } else if (isThenable(result)) {
+      Promise.resolve(result).then(
+        () => handlerSettled(RETURNED),
+        (thrown: unknown) => handlerSettled(threwOutcome(thrown)),
+      );
+    } else {
+      handlerSettled(RETURNED);
+    }
   });
+}
+
+/** The outcome of a handler that returned (shared: it carries nothing of its own). */
+const RETURNED: HandlerOutcome = Object.freeze({ kind: 'returned' });
+
+function threwOutcome(thrown: unknown): HandlerOutcome {
+  return { kind: 'threw', ...describeThrown(thrown), hints: retryHints(thrown) };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -6,7 +6,7 @@
  * batches, split by partition, would be a fraction of the size each partition could take.
  */
 import type { JobLease, StorePartitions } from '../store/store.js';
-import { type CompletionResult, JobCompleter, type JobCompleterOptions } from './job-completer.js';
+import { type CompletionCallback, JobCompleter, type JobCompleterOptions } from './job-completer.js';
 
 /** One completer per partition, a completion routed to its job's partition. */
 export class PartitionedCompleter {
@@ -19,9 +19,9 @@ export class PartitionedCompleter {
     this.completers = partitions.parts.map((part) => new JobCompleter(part, options));
   }
 
-  /** Queues a completion on its job's partition; resolves with that partition's verdict. */
-  complete(lease: JobLease): Promise<CompletionResult> {
-    return this.of(lease).complete(lease);
+  /** Queues a completion on its job's partition; `onWritten` is told that partition's verdict. */
+  complete<T>(lease: JobLease, target: T, onWritten: CompletionCallback<T>): void {
+    this.of(lease).complete(lease, target, onWritten);
   }
 
   /** Withdraws a queued completion whose lease was lost; it resolves `abandoned`. */

@@ -170,7 +170,6 @@ export class Worker {
     this.completer = new PartitionedCompleter(this.partitions, {
       batchSize: this.options.completionBatchSize,
       flushMs: this.options.completionFlushMs,
-      maxInFlight: 2,
       isHeld: (lease) => this.renewer.holds(lease),
       onError: (error) => onError(error, 'complete'),
       random: deps.random,
@@ -229,6 +228,7 @@ export class Worker {
       completer: this.completer,
       renewer: this.renewer,
       track: (write) => this.track(write),
+      onInternalError: (error) => this.report.error(error, 'internal'),
       onSlotFreed: (heldMs, lease) => {
         const part = this.partitions.partOfId(lease.id);
         this.runningByPart[part] = (this.runningByPart[part] ?? 0) - 1;

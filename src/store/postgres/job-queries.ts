@@ -23,6 +23,7 @@ import type {
   JobCompleteManyParams,
   JobFailParams,
   JobHeartbeatManyParams,
+  JobLease,
   JobPruneParams,
   JobReleaseByOwnerParams,
   JobReleaseParams,
@@ -33,6 +34,7 @@ import type {
   SubmitResult,
 } from '../store.js';
 import { queueStatsOf } from '../store-params.js';
+import { bigintArrayParam, intArrayParam, textArrayParam } from './array-params.js';
 import { JOB_COLUMNS, type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
@@ -232,37 +234,36 @@ export class PostgresJobQueries {
   /** Extends each lease still held; null for a stale token or owner, or a lease that already lapsed. */
   async heartbeatMany(db: Queryable, params: JobHeartbeatManyParams): Promise<(Date | null)[]> {
     const out: (Date | null)[] = params.leases.map(() => null);
-    const valid = params.leases.flatMap((lease, index) => {
-      const id = sqlJobId(lease.id);
-      return id === null ? [] : [{ id, token: lease.token, owner: lease.leaseOwner ?? null, index }];
-    });
-    if (valid.length === 0) return out;
+    const batch = leaseBatch(params.leases);
+    if (batch.indexes.length === 0) return out;
     const result = await db.query<{ ord: string; lease_until: Date }>(this.sql.heartbeatMany, [
       pinned(params.now),
-      valid.map((lease) => lease.id),
-      valid.map((lease) => lease.token),
+      bigintArrayParam(batch.ids),
+      intArrayParam(batch.tokens),
       params.leaseMs,
-      valid.map((lease) => lease.owner),
+      textArrayParam(batch.owners),
     ]);
-    for (const row of result.rows) out[valid[Number(row.ord) - 1]!.index] = row.lease_until;
+    for (const row of result.rows) out[batch.indexes[Number(row.ord) - 1]!] = row.lease_until;
     return out;
   }
 
   /** Marks each job done whose token and owner are current; `stale` for the rest. */
   async completeMany(db: Queryable, params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
     const out: CompleteOutcome[] = params.leases.map(() => 'stale');
-    const valid = params.leases.flatMap((lease, index) => {
-      const id = sqlJobId(lease.id);
-      return id === null ? [] : [{ id, token: lease.token, owner: lease.leaseOwner ?? null, index }];
-    });
-    if (valid.length === 0) return out;
-    const result = await db.query<{ ord: string }>(this.sql.completeMany, [
+    const batch = leaseBatch(params.leases);
+    if (batch.indexes.length === 0) return out;
+    const result = await db.query<{ done: number; ords: string | null }>(this.sql.completeMany, [
       pinned(params.now),
-      valid.map((lease) => lease.id),
-      valid.map((lease) => lease.token),
-      valid.map((lease) => lease.owner),
+      bigintArrayParam(batch.ids),
+      intArrayParam(batch.tokens),
+      textArrayParam(batch.owners),
     ]);
-    for (const row of result.rows) out[valid[Number(row.ord) - 1]!.index] = 'done';
+    const { done, ords } = result.rows[0]!;
+    if (done === batch.indexes.length) {
+      for (const index of batch.indexes) out[index] = 'done';
+    } else if (ords !== null) {
+      for (const ord of ords.split(',')) out[batch.indexes[Number(ord) - 1]!] = 'done';
+    }
     return out;
   }
 
@@ -572,13 +573,18 @@ function buildSql(s: string, channel: string) {
      * completeMany: marks jobs done, each fenced by its own token and owner.
      * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
      *   fenced by the token alone).
-     * Result: ord (1-based input position) of each accepted completion.
+     * Result: one row: done (how many were accepted) and ords (their 1-based input positions,
+     *   comma-separated; NULL when none was). One row rather than one per job: a drain completes
+     *   every job, and a row each was parsed into an object each.
      */
     completeMany: `
-      UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
-      FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-      WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running'
-      RETURNING l.ord`,
+      WITH accepted AS (
+        UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
+        FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
+        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running'
+        RETURNING l.ord
+      )
+      SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,
 
     /**
      * failRetry: records the error and reschedules the job at now + delay.
@@ -821,4 +827,27 @@ function columnArrays(specs: JobSubmitParams['jobs']): unknown[] {
     jsonArrayText(specs.map((spec) => JSON.stringify(spec.retryPolicy))),
     specs.map((spec) => spec.timeoutMs),
   ];
+}
+
+/** A batch of leases as the parallel arrays the batched writes bind, skipping ids no job can have. */
+interface LeaseBatch {
+  ids: string[];
+  tokens: number[];
+  owners: (string | null)[];
+  /** Each element's position in the caller's list. */
+  indexes: number[];
+}
+
+function leaseBatch(leases: readonly JobLease[]): LeaseBatch {
+  const batch: LeaseBatch = { ids: [], tokens: [], owners: [], indexes: [] };
+  for (let index = 0; index < leases.length; index += 1) {
+    const lease = leases[index]!;
+    const id = sqlJobId(lease.id);
+    if (id === null) continue;
+    batch.ids.push(id);
+    batch.tokens.push(lease.token);
+    batch.owners.push(lease.leaseOwner ?? null);
+    batch.indexes.push(index);
+  }
+  return batch;
 }
