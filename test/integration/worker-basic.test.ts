@@ -179,7 +179,11 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     });
     const lost = deferred<string>();
     docket.events.on('leaseLost', (event) => lost.resolve(event.reason));
-    const worker = docket.worker(QUICK);
+    // The refusal must arrive before the lease runs out unconfirmed, or the loss is (rightly)
+    // reported as lease_unconfirmed: a 600 ms lease left one loaded heartbeat round trip only
+    // 400 ms, and CI once took longer. 1.5 s leaves over a second; a beat every 250 ms still
+    // notices the cancel at once.
+    const worker = docket.worker({ ...QUICK, leaseMs: 1500, heartbeatIntervalMs: 250 });
     await worker.start();
     const { id } = await docket.submit({ kind: 'cancellable' });
     await within(started.promise, 5000, 'start');
