@@ -97,7 +97,9 @@ describe.each(storeKinds())('worker logs through pino on %s', (kind) => {
     });
     const lost = deferred<string>();
     docket.events.on('leaseLost', (event) => lost.resolve(event.reason));
-    await docket.worker({ ...QUICK, queues: ['log-cancel'] }).start();
+    // A lease long enough that the refusal arrives before it runs out unconfirmed on a loaded
+    // machine (with 600 ms, one slow heartbeat round trip reads as lease_unconfirmed).
+    await docket.worker({ ...QUICK, leaseMs: 1500, heartbeatIntervalMs: 250, queues: ['log-cancel'] }).start();
     const { id } = await docket.submit({ kind: 'log.cancelled', queue: 'log-cancel' });
     await within(started.promise, 10_000, 'handler start');
     expect(await docket.cancelJob(id)).toBe('cancelled');
