@@ -247,9 +247,9 @@ async function inspectPostgres(url: string, options: InspectStoreOptions): Promi
     isTransientConnectionError,
     DEFAULT_POSTGRES_SCHEMA,
     DEFAULT_CONNECT_TIMEOUT_MS,
+    postgresStoredStatements,
   } = await import('./postgres/postgres-store.js');
   const { POSTGRES_MIGRATIONS, quoteIdentifier } = await import('./postgres/migrations.js');
-  const { postgresStoredStatements } = await import('./postgres/postgres-store.js');
   const { missingStoredStatements } = await import('./postgres/stored-statements.js');
   const split = splitSchemaFromUrl(url);
   const schema = validateSchemaName(options.schema ?? split.schema ?? DEFAULT_POSTGRES_SCHEMA);

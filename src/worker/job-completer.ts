@@ -3,6 +3,11 @@
  * fenced by its own token, so a stale one is refused alone while the rest are accepted.
  *
  * A completion waits at most `flushMs` for company, or goes at once when `batchSize` are pending.
+ * One round trip is in flight at a time: while it runs, finished jobs gather into the next batch,
+ * so a drain writes a few large batches instead of twice as many small ones committing side by
+ * side. Against two in flight, on a 60,000-job drain, that cut the database's CPU per job by
+ * 4-8 µs and raised throughput 4-8 % in every round (docs/benchmarks.md, issue 17). A slot never
+ * waits for it: it is freed when the handler settles.
  * A failed round trip (the database restarting) is retried with backoff for as long as the lease
  * is still held; a completion whose lease is lost meanwhile is withdrawn, not written, since its
  * job may already belong to another worker.
@@ -28,15 +33,6 @@ interface PendingCompletion {
 export interface JobCompleterOptions {
   batchSize: number;
   flushMs: number;
-  /**
-   * Round trips in flight at once; more pending completions wait for the next one. Default 1:
-   * while one round trip runs, finished jobs gather into the next batch, so a drain writes a few
-   * large batches instead of twice as many small ones committing side by side. On a 60,000-job
-   * drain that cut the database's CPU per job by 4-8 µs and raised throughput 4-8 % in every
-   * round against 2 (docs/benchmarks.md, issue 17). A slot never waits for it: it is freed when
-   * the handler settles.
-   */
-  maxInFlight?: number | undefined;
   /** Whether the lease is still ours; a completion whose lease is gone is abandoned. */
   isHeld(lease: JobLease): boolean;
   onError(error: unknown): void;
@@ -54,8 +50,8 @@ const RETRY_MAX_MS = 2000;
 export class JobCompleter {
   private pending: PendingCompletion[] = [];
   private timer: ClockTimer | undefined;
-  private inFlight = 0;
-  private readonly flushes = new Set<Promise<void>>();
+  /** The round trip in flight, if any (one at a time). */
+  private writing: Promise<void> | undefined;
   private failures = 0;
   private retryTimer: ClockTimer | undefined;
   private readonly clock: Clock;
@@ -88,10 +84,10 @@ export class JobCompleter {
 
   /** Writes everything pending now and waits until no round trip is in flight. */
   async drain(): Promise<void> {
-    while (this.pending.length > 0 || this.flushes.size > 0 || this.retryTimer) {
+    while (this.pending.length > 0 || this.writing || this.retryTimer) {
       // Flush at once rather than after flushMs; a pending retry keeps its backoff so an outage is not hammered.
       if (!this.retryTimer) this.flush();
-      if (this.flushes.size > 0) await Promise.race(this.flushes);
+      if (this.writing) await this.writing;
       else await sleep(this.clock, RETRY_BASE_MS);
     }
     this.clock.clearTimeout(this.timer);
@@ -134,20 +130,17 @@ export class JobCompleter {
   }
 
   private flush(): void {
-    while (this.pending.length > 0 && this.inFlight < (this.options.maxInFlight ?? 1) && !this.retryTimer) {
+    while (this.pending.length > 0 && !this.writing && !this.retryTimer) {
       const batch = this.pending.splice(0, this.options.batchSize).filter((item) => {
         if (this.options.isHeld(item.lease)) return true;
         this.settle(item, 'abandoned');
         return false;
       });
       if (batch.length === 0) continue;
-      this.inFlight += 1;
-      const flush = this.write(batch).finally(() => {
-        this.inFlight -= 1;
-        this.flushes.delete(flush);
+      this.writing = this.write(batch).finally(() => {
+        this.writing = undefined;
         if (this.pending.length > 0) this.scheduleFlush();
       });
-      this.flushes.add(flush);
     }
     if (this.pending.length === 0 && this.timer) {
       this.clock.clearTimeout(this.timer);

@@ -23,7 +23,6 @@ import type {
   JobCompleteManyParams,
   JobFailParams,
   JobHeartbeatManyParams,
-  JobLease,
   JobPruneParams,
   JobReleaseByOwnerParams,
   JobReleaseParams,
@@ -34,7 +33,7 @@ import type {
   SubmitResult,
 } from '../store.js';
 import { queueStatsOf } from '../store-params.js';
-import { bigintArrayParam, intArrayParam, textArrayParam } from './array-params.js';
+import { leaseBatch, leaseBatchParams } from './array-params.js';
 import { JOB_COLUMNS, type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
@@ -238,10 +237,8 @@ export class PostgresJobQueries {
     if (batch.indexes.length === 0) return out;
     const result = await db.query<{ ord: string; lease_until: Date }>(this.sql.heartbeatMany, [
       pinned(params.now),
-      bigintArrayParam(batch.ids),
-      intArrayParam(batch.tokens),
+      ...leaseBatchParams(batch),
       params.leaseMs,
-      textArrayParam(batch.owners),
     ]);
     for (const row of result.rows) out[batch.indexes[Number(row.ord) - 1]!] = row.lease_until;
     return out;
@@ -254,9 +251,7 @@ export class PostgresJobQueries {
     if (batch.indexes.length === 0) return out;
     const result = await db.query<{ done: number; ords: string | null }>(this.sql.completeMany, [
       pinned(params.now),
-      bigintArrayParam(batch.ids),
-      intArrayParam(batch.tokens),
-      textArrayParam(batch.owners),
+      ...leaseBatchParams(batch),
     ]);
     const { done, ords } = result.rows[0]!;
     if (done === batch.indexes.length) {
@@ -558,13 +553,13 @@ function buildSql(s: string, channel: string) {
 
     /**
      * heartbeatMany: extends each lease that is still ours (token and owner) and still live.
-     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 lease ms, $5 owners text[] (an element
-     *   NULL = fenced by the token alone).
+     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
+     *   fenced by the token alone), $5 lease ms.
      * Result: ord (1-based input position) and the new lease_until for each extended lease only.
      */
     heartbeatMany: `
-      UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$4')}
-      FROM unnest($2::bigint[], $3::int[], $5::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
+      UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$5')}
+      FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
       WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')}
         AND j.state = 'running' AND j.lease_until > ${NOW}
       RETURNING l.ord, j.lease_until`,
@@ -827,27 +822,4 @@ function columnArrays(specs: JobSubmitParams['jobs']): unknown[] {
     jsonArrayText(specs.map((spec) => JSON.stringify(spec.retryPolicy))),
     specs.map((spec) => spec.timeoutMs),
   ];
-}
-
-/** A batch of leases as the parallel arrays the batched writes bind, skipping ids no job can have. */
-interface LeaseBatch {
-  ids: string[];
-  tokens: number[];
-  owners: (string | null)[];
-  /** Each element's position in the caller's list. */
-  indexes: number[];
-}
-
-function leaseBatch(leases: readonly JobLease[]): LeaseBatch {
-  const batch: LeaseBatch = { ids: [], tokens: [], owners: [], indexes: [] };
-  for (let index = 0; index < leases.length; index += 1) {
-    const lease = leases[index]!;
-    const id = sqlJobId(lease.id);
-    if (id === null) continue;
-    batch.ids.push(id);
-    batch.tokens.push(lease.token);
-    batch.owners.push(lease.leaseOwner ?? null);
-    batch.indexes.push(index);
-  }
-  return batch;
 }

@@ -18,7 +18,7 @@
  */
 import { ConfigurationError } from '../../job/errors.js';
 import type { JobLease } from '../store.js';
-import { sqlJobId } from './job-row.js';
+import { leaseBatch, leaseBatchParams } from './array-params.js';
 import { quoteIdentifier } from './migrations.js';
 import { ownerMatches, type Queryable } from './sql-fragments.js';
 
@@ -102,19 +102,12 @@ export class PostgresTransactionQueries {
     leases: readonly JobLease[],
     outcomes: ('done' | 'stale')[],
   ): Promise<('done' | 'stale')[]> {
-    const stale = leases.flatMap((lease, index) => {
-      if (outcomes[index] !== 'stale') return [];
-      const id = sqlJobId(lease.id);
-      return id === null ? [] : [{ id, token: lease.token, owner: lease.leaseOwner ?? null, index }];
-    });
-    if (stale.length === 0) return outcomes;
-    const result = await db.query<{ ord: string }>(this.sql.doneWithToken, [
-      stale.map((lease) => lease.id),
-      stale.map((lease) => lease.token),
-      stale.map((lease) => lease.owner),
-    ]);
+    if (!outcomes.includes('stale')) return outcomes;
+    const stale = leaseBatch(leases, (index) => outcomes[index] === 'stale');
+    if (stale.indexes.length === 0) return outcomes;
+    const result = await db.query<{ ord: string }>(this.sql.doneWithToken, leaseBatchParams(stale));
     const out = [...outcomes];
-    for (const row of result.rows) out[stale[Number(row.ord) - 1]!.index] = 'done';
+    for (const row of result.rows) out[stale.indexes[Number(row.ord) - 1]!] = 'done';
     return out;
   }
 }
