@@ -10,7 +10,12 @@ const built = new URL('../dist/cli/main.js', import.meta.url);
 if (existsSync(fileURLToPath(built))) {
   await import(built.href);
 } else {
-  const { register } = await import('tsx/esm/api');
-  register();
+  // Both of tsx's hooks, as src/cli/load-handlers.ts registers them for a built package: a
+  // `--handlers ./handlers.ts` in a project without "type": "module" is CommonJS to tsx, and the
+  // ESM hooks alone would hand it to Node's require(esm), which refuses it as a cycle.
+  const cjs = await import('tsx/cjs/api');
+  cjs.register();
+  const esm = await import('tsx/esm/api');
+  esm.register();
   await import(new URL('../src/cli/main.ts', import.meta.url).href);
 }

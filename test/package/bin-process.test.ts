@@ -4,7 +4,16 @@
  * and the process exits 0. Real processes and a real SQLite file; no signal is simulated.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -32,10 +41,11 @@ function childrenOf(pid: number): number[] {
   return found;
 }
 
-async function waitFor(condition: () => boolean, ms: number, what: string): Promise<void> {
+/** Polls `condition`; `what` is read when the wait fails, so it can report the output by then. */
+async function waitFor(condition: () => boolean, ms: number, what: () => string): Promise<void> {
   const deadline = Date.now() + ms;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -75,12 +85,12 @@ function isAlive(pid: number): boolean {
  * Starts `command args` (a `docket work` with the touch handlers), waits until it ran one job,
  * sends SIGTERM to the started process only, and reports how it and everything below it ended.
  */
-async function runWorkerThenTerminate(name: string, command: string, args: string[]) {
+async function runWorkerThenTerminate(name: string, command: string, args: string[], handlers = HANDLERS) {
   const url = `sqlite:${join(dir, `${name}.db`)}`;
   const marker = join(dir, `${name}.txt`);
   const docket = await Docket.open({ url });
   await docket.submit({ kind: 'touch', payload: { file: marker } });
-  const child = spawn(command, [...args, 'work', '--db', url, '--handlers', HANDLERS], {
+  const child = spawn(command, [...args, 'work', '--db', url, '--handlers', handlers], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DOCKET_DATABASE_URL: '' },
@@ -97,7 +107,14 @@ async function runWorkerThenTerminate(name: string, command: string, args: strin
   );
   let below: number[] = [];
   try {
-    await waitFor(() => existsSync(marker), 30_000, `the worker to run the job (output so far: ${output})`);
+    // A worker that exits early (a handlers file it could not load) fails at once, with its output.
+    const ended = () => child.exitCode !== null || child.signalCode !== null;
+    await waitFor(
+      () => existsSync(marker) || ended(),
+      30_000,
+      () => `the worker to run the job (output: ${output})`,
+    );
+    if (!existsSync(marker)) throw new Error(`the worker exited before running the job (output: ${output})`);
     below = descendantsOf(child.pid ?? -1);
     child.kill('SIGTERM');
     const outcome = await Promise.race([
@@ -107,7 +124,7 @@ async function runWorkerThenTerminate(name: string, command: string, args: strin
     await waitFor(
       () => !below.some(isAlive),
       15_000,
-      `every process under ${command} to end (output: ${output})`,
+      () => `every process under ${command} to end (output: ${output})`,
     ).catch(() => {});
     return { outcome, below, survivors: below.filter(isAlive), output, touched: readFileSync(marker, 'utf8') };
   } finally {
@@ -131,6 +148,26 @@ describe('bin/docket.js', () => {
     expect(run.below.filter((pid) => commandOf(pid) !== 'esbuild')).toEqual([]);
     expect(run.outcome, run.output).toEqual({ code: 0, signal: null });
     expect(run.output).toMatch(/worker stopped/);
+    expect(run.touched).toBe('touched\n');
+  });
+
+  it('loads a TypeScript handlers file from a project without "type": "module" (CommonJS to tsx)', async () => {
+    // The user's project: a package.json with no "type", so tsx compiles handlers.ts as CommonJS.
+    // With only tsx's ESM hooks registered, Node's require(esm) refused it as a cycle
+    // (ERR_REQUIRE_CYCLE_MODULE) and the worker never started.
+    const project = join(dir, 'commonjs-project');
+    mkdirSync(project);
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'handlers-project', private: true }));
+    const handlers = join(project, 'handlers.ts');
+    copyFileSync(HANDLERS, handlers);
+    const run = await runWorkerThenTerminate(
+      'commonjs',
+      process.execPath,
+      [resolve(REPO_ROOT, 'bin/docket.js')],
+      handlers,
+    );
+    expect(run.output).not.toMatch(/ERR_REQUIRE/);
+    expect(run.outcome, run.output).toEqual({ code: 0, signal: null });
     expect(run.touched).toBe('touched\n');
   });
 
