@@ -1,12 +1,18 @@
 /**
- * The array literals the batched lease writes bind (array-params.ts) read back from a real
- * PostgreSQL exactly as the JavaScript arrays they were built from: lease owners are free text
+ * The array literals the batched lease writes and the submit inserts bind (array-params.ts) read
+ * back from a real PostgreSQL exactly as the JavaScript arrays they were built from: lease owners,
+ * kinds, queues and idempotency keys are free text
  * (a worker id is the caller's), so quotes, backslashes, commas, braces, whitespace, the word NULL
  * and non-ASCII text must survive, and a null must stay a null.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bigintArrayParam, intArrayParam, textArrayParam } from '../../src/store/postgres/array-params.js';
+import {
+  bigintArrayParam,
+  intArrayParam,
+  textArrayParam,
+  timestamptzArrayParam,
+} from '../../src/store/postgres/array-params.js';
 import { POSTGRES_URL } from '../support/stores.js';
 
 let client: pg.Client;
@@ -49,8 +55,42 @@ describe('PostgreSQL array parameters', () => {
     expect(rows[0]).toEqual({ ids, tokens: [0, 7, 2147483647], none: [], no_text: [] });
   });
 
-  it('refuses a token that is not an integer instead of sending it', () => {
+  it("reads nullable integer arrays back (a submit's timeouts), bigints beyond int range included", async () => {
+    const timeouts = [null, 0, 1500, null, 2147483647];
+    const delays = [0, 3_155_760_000_000, 1];
+    const { rows } = await client.query<{ timeouts: (number | null)[]; delays: string[] }>(
+      'SELECT $1::int[] AS timeouts, $2::bigint[]::text[] AS delays',
+      [intArrayParam(timeouts), intArrayParam(delays)],
+    );
+    expect(rows[0]).toEqual({ timeouts, delays: delays.map(String) });
+  });
+
+  it('reads timestamptz arrays back to the millisecond, whatever the session time zone, nulls included', async () => {
+    const instants = [
+      new Date('1970-01-01T00:00:00.000Z'),
+      new Date('2026-12-02T17:05:09.123Z'),
+      null,
+      new Date('2024-02-29T23:59:59.999Z'),
+      new Date('9999-12-31T23:59:59.999Z'),
+      new Date('0001-01-01T00:00:00.000Z'),
+    ];
+    await client.query("SET TIME ZONE 'America/St_Johns'");
+    try {
+      const { rows } = await client.query<{ ms: (string | null)[] }>(
+        'SELECT array_agg((extract(epoch FROM t) * 1000)::bigint::text ORDER BY n) AS ms FROM unnest($1::timestamptz[]) WITH ORDINALITY AS u(t, n)',
+        [timestamptzArrayParam(instants)],
+      );
+      expect(rows[0]!.ms).toEqual(instants.map((instant) => (instant === null ? null : String(instant.getTime()))));
+    } finally {
+      await client.query('RESET TIME ZONE');
+    }
+  });
+
+  it('refuses a number that is not an integer, and an instant PostgreSQL would misread, instead of sending it', () => {
     expect(() => intArrayParam([1, 2.5])).toThrow(/2.5 is not an integer/);
     expect(() => intArrayParam([Number.NaN])).toThrow(/NaN is not an integer/);
+    expect(() => timestamptzArrayParam([new Date(Number.NaN)])).toThrow(/outside years 1 to 9999/);
+    expect(() => timestamptzArrayParam([new Date('+010000-01-01T00:00:00.000Z')])).toThrow(/outside years 1 to 9999/);
+    expect(() => timestamptzArrayParam([new Date('0000-12-31T23:59:59.999Z')])).toThrow(/outside years 1 to 9999/);
   });
 });

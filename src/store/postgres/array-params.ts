@@ -1,13 +1,14 @@
 /**
- * The array parameters of the batched lease writes (completeMany, heartbeatMany, and the
- * repeated-completion check after a completion batch), written as PostgreSQL array literals once
- * per batch instead of handed to pg as JavaScript arrays.
+ * Array parameters written as PostgreSQL array literals once per batch instead of handed to pg as
+ * JavaScript arrays: the batched lease writes (completeMany, heartbeatMany, and the
+ * repeated-completion check after a completion batch) and the submit inserts' column arrays.
  *
  * Why: pg serialises an array parameter element by element (each string through a regex escape,
- * the literal grown by concatenation), which was about 700 bytes of garbage per completed job,
- * the worker's third-largest allocation in a drain (docs/benchmarks.md, issue 17). Job ids
- * reach here as canonical decimal text (sqlJobId) and tokens as integers, so neither needs
- * quoting; text elements are quoted and escaped as array_in reads them.
+ * each Date through its local-time formatter, the literal grown by concatenation), which was
+ * about 700 bytes of garbage per completed job, the worker's third-largest allocation in a drain,
+ * and a tenth of a batch submit's client CPU (docs/benchmarks.md, issue 17). Job ids reach here
+ * as canonical decimal text (sqlJobId) and numbers as integers, so neither needs quoting; text
+ * elements are quoted and escaped as array_in reads them.
  */
 import type { JobLease } from '../store.js';
 import { sqlJobId } from './job-row.js';
@@ -50,13 +51,47 @@ export function bigintArrayParam(ids: readonly string[]): string {
   return `{${ids.join(',')}}`;
 }
 
-/** An `int[]` literal; every element must be an integer. */
-export function intArrayParam(values: readonly number[]): string {
-  for (const value of values) {
-    if (!Number.isInteger(value)) throw new TypeError(`intArrayParam: ${value} is not an integer`);
+/** An `int[]` (or `bigint[]`) literal; every element must be an integer or null (NULL). */
+export function intArrayParam(values: readonly (number | null)[]): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i += 1) {
+    const value = values[i];
+    if (i > 0) literal += ',';
+    if (value === null) literal += 'NULL';
+    else if (Number.isSafeInteger(value)) literal += value;
+    else throw new TypeError(`intArrayParam: ${value} is not an integer`);
   }
-  return `{${values.join(',')}}`;
+  return `${literal}}`;
 }
+
+/**
+ * A `timestamptz[]` literal of instants in years 1 to 9999 (submits accept 1970 to 9999), null as
+ * NULL: each element in ISO 8601 UTC, exact to the millisecond like the Date itself.
+ */
+export function timestamptzArrayParam(values: readonly (Date | null)[]): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i += 1) {
+    const value = values[i];
+    if (i > 0) literal += ',';
+    if (value === null || value === undefined) {
+      literal += 'NULL';
+      continue;
+    }
+    const ms = value.getTime();
+    if (!(ms >= EARLIEST_ISO_MS && ms <= LATEST_ISO_MS)) {
+      throw new TypeError(`timestamptzArrayParam: ${String(value)} is outside years 1 to 9999`);
+    }
+    literal += `"${value.toISOString()}"`;
+  }
+  return `${literal}}`;
+}
+
+/**
+ * The instants whose toISOString() PostgreSQL reads as written: years 1 to 9999 (outside them the
+ * year gains a sign, and year 0 is PostgreSQL's 1 BC).
+ */
+const EARLIEST_ISO_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** A `text[]` literal: each element double-quoted (backslash and quote escaped), null as NULL. */
 export function textArrayParam(values: readonly (string | null)[]): string {

@@ -8,9 +8,10 @@
 import type { ClaimedJob } from '../../job/job.js';
 import type { JobClaimParams } from '../store.js';
 import { LEASE_EXPIRED_MESSAGE } from '../store-params.js';
-import { type EpochJobRow, epochRowToJob } from './job-row.js';
+import { epochValuesToJob, JOB_COLUMNS } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
+  type ArrayQueryable,
   columnsOf,
   epochColumnsOf,
   epochColumnTypes,
@@ -25,6 +26,9 @@ import {
   queueNotPaused,
 } from './sql-fragments.js';
 import { type StoredStatement, storedStatement } from './stored-statements.js';
+
+/** Where a claim row's needs_transaction flag sits: after the job columns (epochColumnsOf). */
+const NEEDS_TRANSACTION_AT = JOB_COLUMNS.length;
 
 /**
  * Exhausted lapsed jobs parked by one claim, whatever its limit: a poison job must not take a
@@ -61,18 +65,22 @@ export class PostgresClaimQueries {
    * The store's claim path.
    */
   async claimOrDefer(
-    db: Queryable,
+    db: ArrayQueryable,
     params: JobClaimParams,
   ): Promise<{ jobs: ClaimedJob[]; needsTransaction: boolean }> {
     // No kind can match an empty list: claim (and park) nothing, without a round trip.
     if (params.limit <= 0 || params.kinds?.length === 0) return { jobs: [], needsTransaction: false };
     const pendingOnly = params.includeLapsed === false;
-    const result = await db.query<EpochJobRow & { needs_transaction: boolean | null }>(
-      pendingOnly ? this.claimPendingStored.callSql : this.sql.claim,
-      pendingOnly ? this.claimParams(params).slice(0, 7) : this.claimParams(params),
-    );
-    const needsTransaction = result.rows[0]?.needs_transaction === true;
-    const jobs = result.rows.filter((row) => row.id !== null).map((row) => epochRowToJob(row) as ClaimedJob);
+    const result = await db.query({
+      text: pendingOnly ? this.claimPendingStored.callSql : this.sql.claim,
+      values: pendingOnly ? this.claimParams(params).slice(0, 7) : this.claimParams(params),
+      rowMode: 'array',
+    });
+    const rows = result.rows;
+    // The job columns, then needs_transaction (true only on the one all-NULL row of a deferral).
+    const needsTransaction = rows[0]?.[NEEDS_TRANSACTION_AT] === true;
+    const jobs: ClaimedJob[] = [];
+    for (const row of rows) if (row[0] !== null) jobs.push(epochValuesToJob(row) as ClaimedJob);
     return { jobs, needsTransaction };
   }
 
@@ -80,7 +88,7 @@ export class PostgresClaimQueries {
    * {@link claimOrDefer} without the flag: one-off jobs only. It claims nothing when a recurring
    * run is among the candidates, so stores call claimOrDefer; this remains for tests of the SQL.
    */
-  async claim(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
+  async claim(db: ArrayQueryable, params: JobClaimParams): Promise<ClaimedJob[]> {
     return (await this.claimOrDefer(db, params)).jobs;
   }
 
@@ -98,10 +106,14 @@ export class PostgresClaimQueries {
   }
 
   /** The claim inside the caller's transaction, recurring runs included; the caller plans their schedules. */
-  async claimInTransaction(db: Queryable, params: JobClaimParams): Promise<ClaimedJob[]> {
+  async claimInTransaction(db: ArrayQueryable, params: JobClaimParams): Promise<ClaimedJob[]> {
     if (params.limit <= 0 || params.kinds?.length === 0) return [];
-    const result = await db.query<EpochJobRow>(this.sql.claimInTransaction, this.claimParams(params));
-    return result.rows.map((row) => epochRowToJob(row) as ClaimedJob);
+    const result = await db.query({
+      text: this.sql.claimInTransaction,
+      values: this.claimParams(params),
+      rowMode: 'array',
+    });
+    return result.rows.map((row) => epochValuesToJob(row) as ClaimedJob);
   }
 
   private claimParams(params: JobClaimParams): unknown[] {

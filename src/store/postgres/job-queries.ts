@@ -33,7 +33,14 @@ import type {
   SubmitResult,
 } from '../store.js';
 import { queueStatsOf } from '../store-params.js';
-import { leaseBatch, leaseBatchParams } from './array-params.js';
+import {
+  bigintArrayParam,
+  intArrayParam,
+  leaseBatch,
+  leaseBatchParams,
+  textArrayParam,
+  timestamptzArrayParam,
+} from './array-params.js';
 import { JOB_COLUMNS, type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
@@ -144,15 +151,18 @@ export class PostgresJobQueries {
       const values = [
         pinned(params.now),
         ...columnArrays(specs),
-        specs.map((spec) => spec.idempotencyKey),
-        specs.map((spec) => spec.scheduleId),
-        specs.map((spec) => spec.scheduleSlot),
+        textArrayParam(specs.map((spec) => spec.idempotencyKey)),
+        textArrayParam(specs.map((spec) => spec.scheduleId)),
+        timestamptzArrayParam(specs.map((spec) => spec.scheduleSlot)),
         wakeHorizonMs,
       ];
       const result =
         ids === undefined
           ? await db.query<SubmitRow>(this.sql.submit, values)
-          : await db.query<SubmitRow>(this.sql.submitWithIds, [...values, pending.map((index) => ids[index]!)]);
+          : await db.query<SubmitRow>(this.sql.submitWithIds, [
+              ...values,
+              bigintArrayParam(pending.map((index) => ids[index]!)),
+            ]);
       const missing: number[] = [];
       for (const row of result.rows) {
         const index = pending[Number(row.ord) - 1]!;
@@ -198,10 +208,10 @@ export class PostgresJobQueries {
     try {
       result = await db.query<{ written: string; now: Date }>(this.stored.insertWithIds.callSql, [
         pinned(params.now),
-        ids,
+        bigintArrayParam(ids),
         ...columnArrays(specs),
-        specs.map((spec) => spec.scheduleId),
-        specs.map((spec) => spec.scheduleSlot),
+        textArrayParam(specs.map((spec) => spec.scheduleId)),
+        timestamptzArrayParam(specs.map((spec) => spec.scheduleSlot)),
         wakeHorizonMs,
       ]);
     } catch (error) {
@@ -809,17 +819,31 @@ function jsonArrayText(texts: readonly string[]): string {
 /**
  * The per-job column arrays every submit statement takes, in its parameter order ($kind through
  * $timeout_ms): one place, so the insert with reserved ids and the answering insert cannot drift.
+ * Each is one array literal (array-params.ts) rather than a JavaScript array pg would escape
+ * element by element; a retry policy shared by consecutive jobs (the default, usually) is
+ * serialised once.
  */
-function columnArrays(specs: JobSubmitParams['jobs']): unknown[] {
+function columnArrays(specs: JobSubmitParams['jobs']): string[] {
+  const policies: string[] = new Array(specs.length);
+  let lastPolicy: unknown;
+  let lastPolicyJson = '';
+  for (let i = 0; i < specs.length; i += 1) {
+    const policy = specs[i]!.retryPolicy;
+    if (i === 0 || policy !== lastPolicy) {
+      lastPolicy = policy;
+      lastPolicyJson = JSON.stringify(policy);
+    }
+    policies[i] = lastPolicyJson;
+  }
   return [
-    specs.map((spec) => spec.kind),
-    specs.map((spec) => spec.queue),
+    textArrayParam(specs.map((spec) => spec.kind)),
+    textArrayParam(specs.map((spec) => spec.queue)),
     jsonArrayText(specs.map((spec) => spec.payloadJson)),
-    specs.map((spec) => spec.priority),
-    specs.map((spec) => spec.runAt),
-    specs.map((spec) => spec.delayMs),
-    specs.map((spec) => spec.maxAttempts),
-    jsonArrayText(specs.map((spec) => JSON.stringify(spec.retryPolicy))),
-    specs.map((spec) => spec.timeoutMs),
+    intArrayParam(specs.map((spec) => spec.priority)),
+    timestamptzArrayParam(specs.map((spec) => spec.runAt)),
+    intArrayParam(specs.map((spec) => spec.delayMs)),
+    intArrayParam(specs.map((spec) => spec.maxAttempts)),
+    jsonArrayText(policies),
+    intArrayParam(specs.map((spec) => spec.timeoutMs)),
   ];
 }

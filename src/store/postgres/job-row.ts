@@ -73,23 +73,49 @@ export const JOB_TIMESTAMP_COLUMNS = [
   'started_at',
 ] as const satisfies readonly (typeof JOB_COLUMNS)[number][];
 
-type JobTimestampColumn = (typeof JOB_TIMESTAMP_COLUMNS)[number];
+/** Each job column's position in a row read in array mode (JOB_COLUMNS order). */
+const AT: { readonly [column in (typeof JOB_COLUMNS)[number]]: number } = Object.fromEntries(
+  JOB_COLUMNS.map((column, index) => [column, index]),
+) as { [column in (typeof JOB_COLUMNS)[number]]: number };
 
-/** A job row with its timestamps as epoch milliseconds, in decimal text (sql-fragments.ts, epochMsText). */
-export type EpochJobRow = Omit<JobRow, JobTimestampColumn> & { [column in JobTimestampColumn]: string | null };
+/** An epoch-milliseconds text (or null) as a Date (or null). */
+function epochDate(value: unknown): Date | null {
+  return value === null ? null : new Date(Number(value));
+}
 
 /**
- * Converts an {@link EpochJobRow} to a {@link Job}. The Dates equal those pg would parse from the
+ * A claimed row, read in pg's array mode (`rowMode: 'array'`), as a {@link Job}: the values in
+ * {@link JOB_COLUMNS} order (epochColumnsOf), each already parsed by pg's type parsers, the
+ * timestamps as epoch-milliseconds text. The Dates equal those pg would parse from the
  * timestamptz: both drop the microseconds toward negative infinity (floor in SQL; pg builds the
- * Date from whole milliseconds of the second).
+ * Date from whole milliseconds of the second). Array mode, because building a keyed object per
+ * row and then a Job from it cost a worker about 4 µs of CPU per claimed job (bench: 500-row
+ * claims, 8.6-9.6 µs per row against 5.4 µs for the rows alone).
  */
-export function epochRowToJob(row: EpochJobRow): Job {
-  const dated = row as unknown as Record<JobTimestampColumn, Date | null>;
-  for (const column of JOB_TIMESTAMP_COLUMNS) {
-    const epochMs = row[column];
-    dated[column] = epochMs === null ? null : new Date(Number(epochMs));
-  }
-  return rowToJob(row as unknown as JobRow);
+export function epochValuesToJob(values: readonly unknown[]): Job {
+  return {
+    id: String(values[AT.id]),
+    kind: values[AT.kind] as string,
+    queue: values[AT.queue] as string,
+    payload: values[AT.payload] as JsonValue,
+    priority: values[AT.priority] as number,
+    state: values[AT.state] as JobState,
+    runAt: epochDate(values[AT.run_at]) as Date,
+    leaseUntil: epochDate(values[AT.lease_until]),
+    leaseOwner: values[AT.lease_owner] as string | null,
+    token: values[AT.token] as number,
+    attempts: values[AT.attempts] as number,
+    maxAttempts: values[AT.max_attempts] as number,
+    retryPolicy: values[AT.retry_policy] as RetryPolicy,
+    errors: attemptErrors(values[AT.errors] as StoredAttemptError[]),
+    idempotencyKey: values[AT.idempotency_key] as string | null,
+    timeoutMs: values[AT.timeout_ms] as number | null,
+    scheduleId: values[AT.schedule_id] as string | null,
+    scheduleSlot: epochDate(values[AT.schedule_slot]),
+    createdAt: epochDate(values[AT.created_at]) as Date,
+    finishedAt: epochDate(values[AT.finished_at]),
+    startedAt: epochDate(values[AT.started_at]),
+  };
 }
 
 /** A jobs or dead_jobs row as pg returns it (int8 as string, timestamptz as Date, jsonb parsed). */
@@ -144,18 +170,7 @@ export function rowToJob(row: JobRow): Job {
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     retryPolicy: row.retry_policy,
-    errors: row.errors.map((entry) => {
-      const error: AttemptError = {
-        attempt: entry.attempt,
-        at: new Date(entry.at),
-        message: entry.message,
-        kind: entry.kind,
-      };
-      if (entry.detail !== undefined) error.detail = entry.detail;
-      if (entry.startedAt !== undefined) error.startedAt = new Date(entry.startedAt);
-      if (entry.owner !== undefined) error.owner = entry.owner;
-      return error;
-    }),
+    errors: attemptErrors(row.errors),
     idempotencyKey: row.idempotency_key,
     timeoutMs: row.timeout_ms,
     scheduleId: row.schedule_id,
@@ -164,6 +179,24 @@ export function rowToJob(row: JobRow): Job {
     finishedAt: row.finished_at,
     startedAt: row.started_at ?? null,
   };
+}
+
+/** A row's stored errors entries as {@link AttemptError}s. */
+function attemptErrors(entries: readonly StoredAttemptError[]): AttemptError[] {
+  // A job's first claim has none: skip map's callback machinery for the common case.
+  if (entries.length === 0) return [];
+  return entries.map((entry) => {
+    const error: AttemptError = {
+      attempt: entry.attempt,
+      at: new Date(entry.at),
+      message: entry.message,
+      kind: entry.kind,
+    };
+    if (entry.detail !== undefined) error.detail = entry.detail;
+    if (entry.startedAt !== undefined) error.startedAt = new Date(entry.startedAt);
+    if (entry.owner !== undefined) error.owner = entry.owner;
+    return error;
+  });
 }
 
 /**

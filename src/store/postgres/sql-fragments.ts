@@ -12,6 +12,15 @@ export interface Queryable {
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * A {@link Queryable} that also reads rows as arrays (`rowMode: 'array'`), as pg's Pool, Client
+ * and PoolClient do: the claim's path. A caller's transaction object need not offer it; no
+ * caller transaction reaches a claim.
+ */
+export type ArrayQueryable = Queryable & {
+  query(config: pg.QueryArrayConfig): Promise<pg.QueryArrayResult>;
+};
+
 /** The NOTIFY channel for a schema's wake-ups: one per schema so test schemas do not wake each other. */
 export function wakeChannel(schemaName: string): string {
   return `docket.${schemaName}.wake`;
@@ -34,7 +43,7 @@ const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set(JOB_TIMESTAMP_COLUMNS);
 
 /**
  * {@link columnsOf} with each timestamptz column as its epoch milliseconds ({@link epochMsText}), under
- * the column's own name, for rows read back with epochRowToJob. Sort by the qualified columns
+ * the column's own name, for rows read back with epochValuesToJob. Sort by the qualified columns
  * (`alias.run_at`), not the output names, to keep the microseconds in the order.
  */
 export function epochColumnsOf(alias: string): string {
