@@ -108,6 +108,46 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
       });
     });
 
+    it('stores each job its own retry policy when a batch mixes them, with and without reserved ids and keys', async () => {
+      // The submit statements bind every column as one array per batch (PostgreSQL, with one
+      // serialisation per run of shared policy objects): interleaved, repeated and
+      // equal-but-separate policy objects must still land on their own jobs, on every path.
+      const slow = { baseDelayMs: 5000, factor: 3 };
+      const fast = { baseDelayMs: 10 };
+      const specs = (q: string, keyed: boolean) =>
+        [{ retry: slow }, {}, { retry: fast }, { retry: { ...slow } }, {}, { retry: fast }].map((extra, n) =>
+          spec({
+            kind: 'conf.policy',
+            queue: q,
+            payload: { n },
+            ...extra,
+            ...(keyed ? { idempotencyKey: `k${n}` } : {}),
+          }),
+        );
+      const expected = [
+        { ...DEFAULT_RETRY_POLICY, ...slow },
+        DEFAULT_RETRY_POLICY,
+        { ...DEFAULT_RETRY_POLICY, ...fast },
+        { ...DEFAULT_RETRY_POLICY, ...slow },
+        DEFAULT_RETRY_POLICY,
+        { ...DEFAULT_RETRY_POLICY, ...fast },
+      ];
+      for (const keyed of [false, true]) {
+        for (const reserved of store.capabilities.reservableJobIds ? [false, true] : [false]) {
+          const q = nextQueue();
+          const jobs = specs(q, keyed);
+          const ids = reserved ? await store.jobReserveIds({ count: jobs.length }) : undefined;
+          const results = await store.jobSubmit({ jobs, ...(ids ? { ids } : {}) });
+          const stored = await Promise.all(results.map((r) => mustGet(r.id)));
+          expect(
+            stored.map((job) => job!.retryPolicy),
+            `keyed ${keyed}, reserved ${reserved}`,
+          ).toEqual(expected);
+          expect(stored.map((job) => job!.payload)).toEqual(jobs.map((_, n) => ({ n })));
+        }
+      }
+    });
+
     it('resolves delayMs against the pinned now', async () => {
       const q = nextQueue();
       const [result] = await store.jobSubmit({
