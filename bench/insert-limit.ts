@@ -11,9 +11,9 @@
  * (synchronous_commit on), into a fresh schema migrated by Docket (its indexes, its stored insert):
  * - `submitMany`: Docket's API with the bench's job shape (`{ i }` payloads, every option default);
  *   its client work (validation, ids, parameters, results) is on the clock.
- * - `stored insert`: the same stored insert function `submitMany` runs, with every parameter
- *   built before the clock starts (reserved ids, array and JSON literals): the database's time
- *   and one round trip, nothing of Docket's client.
+ * - `stored insert`: the very statement and parameters `submitMany` would send for the same jobs
+ *   (captured from the store's own query layer before the clock starts, under freshly reserved
+ *   ids), replayed: the database's time and one round trip, nothing of Docket's client.
  * - `minimal insert`: one INSERT … SELECT over the ids alone, every other column a constant of the
  *   same shape: the least any scheduler can ask of this table and its indexes per row.
  * Printed: median ms per call and jobs/s for each, and `submitMany` ÷ each reference.
@@ -21,6 +21,9 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Docket } from '../src/docket.js';
+import { normalizeSubmit } from '../src/job/job-spec.js';
+import type { PostgresStore } from '../src/store/postgres/postgres-store.js';
+import type { Queryable } from '../src/store/postgres/sql-fragments.js';
 import { median } from './stats.js';
 
 const url = process.env.DOCKET_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -57,28 +60,26 @@ async function reserveIds(count: number): Promise<string[]> {
   return rows.map((row) => row.id);
 }
 
-/** A `{…}` array literal of `count` copies of `element`. */
-const repeated = (element: string | number, count: number) => `{${new Array(count).fill(element).join(',')}}`;
+/** The wake-up horizon the capture passes; any value does, the statement's shape is the same. */
+const WAKE_HORIZON_MS = 1000;
 
-/** The stored insert's parameters for `ids`, as literals (its signature: job-queries.ts, insertWithIds). */
-async function storedInsertParams(ids: readonly string[], retryPolicyJson: string, maxAttempts: number) {
-  const n = ids.length;
-  return [
-    null,
-    `{${ids.join(',')}}`,
-    repeated(`"${KIND}"`, n),
-    repeated(`"${QUEUE}"`, n),
-    `[${ids.map((id) => `{"i":${id}}`).join(',')}]`,
-    repeated(0, n),
-    repeated('NULL', n),
-    repeated(0, n),
-    repeated(maxAttempts, n),
-    `[${new Array(n).fill(retryPolicyJson).join(',')}]`,
-    repeated('NULL', n),
-    repeated('NULL', n),
-    repeated('NULL', n),
-    1000,
-  ];
+/**
+ * The statement and parameters the store's own query layer sends to submit `inputs` under `ids`,
+ * captured without sending them: the capturing Queryable answers as the insert would (every row
+ * written), so the layer takes its usual path and nothing is written.
+ */
+async function capturedSubmit(store: PostgresStore, inputs: readonly object[], ids: string[]) {
+  const jobs = inputs.map((input) => normalizeSubmit(input));
+  const sent: { text: string; values: unknown[] }[] = [];
+  const capture: Queryable = {
+    async query(text: string, values: unknown[] = []) {
+      sent.push({ text, values });
+      return { rows: [{ written: String(jobs.length), now: new Date() }] } as never;
+    },
+  };
+  await store.jobQueries.submit(capture, { jobs, ids }, WAKE_HORIZON_MS);
+  if (sent.length !== 1) throw new Error(`expected one statement per submit, captured ${sent.length}`);
+  return sent[0]!;
 }
 
 const samples = new Map<string, number[]>();
@@ -100,7 +101,7 @@ try {
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   try {
-    // One job through Docket gives the stored insert's name and the default column values.
+    // One job through Docket gives the minimal insert its default column values.
     await docket.submit({ kind: KIND, payload: { i: 0 } });
     const template = (
       await admin.query<{ retry_policy: unknown; max_attempts: number }>(
@@ -108,15 +109,7 @@ try {
       )
     ).rows[0]!;
     const retryPolicyJson = JSON.stringify(template.retry_policy);
-    const fn = (
-      await admin.query<{ name: string; arity: number }>(
-        `SELECT p.proname AS name, p.pronargs AS arity FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-          WHERE n.nspname = $1 AND p.proname LIKE 'insert_jobs_%'`,
-        [SCHEMA],
-      )
-    ).rows[0];
-    if (!fn) throw new Error(`no stored insert in schema ${SCHEMA}`);
-    const storedCall = `SELECT * FROM ${SCHEMA}.${fn.name}(${Array.from({ length: fn.arity }, (_, i) => `$${i + 1}`).join(', ')})`;
+    const store = docket.store as PostgresStore;
     const minimalInsert = `
       INSERT INTO ${SCHEMA}.jobs (id, kind, queue, payload, priority, state, run_at, token, attempts,
                                   max_attempts, retry_policy, errors, created_at)
@@ -127,12 +120,12 @@ try {
     let next = 0;
     for (let round = 1; round <= rounds; round++) {
       for (let call = 0; call < calls; call++) {
-        const storedParams = await storedInsertParams(await reserveIds(batch), retryPolicyJson, template.max_attempts);
-        const minimalParams = [`{${(await reserveIds(batch)).join(',')}}`, template.max_attempts, retryPolicyJson];
         const inputs = Array.from({ length: batch }, () => ({ kind: KIND, payload: { i: next++ } }));
+        const stored = await capturedSubmit(store, inputs, await reserveIds(batch));
+        const minimalParams = [`{${(await reserveIds(batch)).join(',')}}`, template.max_attempts, retryPolicyJson];
         const kinds: [string, () => Promise<unknown>][] = [
           ['submitMany', () => docket.submitMany(inputs)],
-          ['stored insert', () => db.query(storedCall, storedParams)],
+          ['stored insert', () => db.query(stored.text, stored.values)],
           ['minimal insert', () => db.query(minimalInsert, minimalParams)],
         ];
         // Rotate who goes first, so none always meets the others' freshly dirtied pages.

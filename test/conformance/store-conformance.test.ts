@@ -359,6 +359,41 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
       const second = await claimOne(q, t(131), 'worker-2');
       expect(second).toMatchObject({ id, token: 2, attempts: 2, leaseOwner: 'worker-2', leaseUntil: t(161) });
     });
+
+    it('answers a claimed job exactly as the job then reads back, every field, on both claim forms', async () => {
+      // The claim builds its Jobs on a path of its own (on PostgreSQL, from rows read as arrays);
+      // a field it dropped, swapped or converted differently from jobGet shows here.
+      const q = nextQueue();
+      const id = await submitOne(
+        store,
+        {
+          kind: 'conf.fields',
+          queue: q,
+          runAt: t(100),
+          payload: { nested: { list: [1, 'two', null] }, text: 'say "hi"' },
+          priority: 4,
+          maxAttempts: 9,
+          retry: { baseDelayMs: 250, factor: 3 },
+          timeoutMs: 4500,
+          idempotencyKey: `${q}-fields`,
+        },
+        t(0),
+      );
+      const first = await claimOne(q, t(100), 'worker-1');
+      expect(first).toEqual(await mustGet(id));
+      // A failed attempt gives the next claim a non-empty errors list to carry.
+      await store.jobFail({ id, token: first.token, error: thrown('first'), decision: retryIn(1000), now: t(101) });
+      const [second] = await store.jobClaim({
+        owner: 'worker-2',
+        limit: 1,
+        leaseMs: LEASE_MS,
+        queues: [q],
+        now: t(103),
+        includeLapsed: false,
+      });
+      expect(second?.errors).toHaveLength(1);
+      expect(second).toEqual(await mustGet(id));
+    });
   });
 
   describe('jobHeartbeat', () => {

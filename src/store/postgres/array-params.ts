@@ -10,6 +10,7 @@
  * as canonical decimal text (sqlJobId) and numbers as integers, so neither needs quoting; text
  * elements are quoted and escaped as array_in reads them.
  */
+import { LATEST_RUN_AT_MS } from '../../job/instant.js';
 import type { JobLease } from '../store.js';
 import { sqlJobId } from './job-row.js';
 
@@ -78,7 +79,7 @@ export function timestamptzArrayParam(values: readonly (Date | null)[]): string 
       continue;
     }
     const ms = value.getTime();
-    if (!(ms >= EARLIEST_ISO_MS && ms <= LATEST_ISO_MS)) {
+    if (!(ms >= EARLIEST_ISO_MS && ms <= LATEST_RUN_AT_MS)) {
       throw new TypeError(`timestamptzArrayParam: ${String(value)} is outside years 1 to 9999`);
     }
     literal += `"${value.toISOString()}"`;
@@ -87,11 +88,11 @@ export function timestamptzArrayParam(values: readonly (Date | null)[]): string 
 }
 
 /**
- * The instants whose toISOString() PostgreSQL reads as written: years 1 to 9999 (outside them the
- * year gains a sign, and year 0 is PostgreSQL's 1 BC).
+ * The first instant whose toISOString() PostgreSQL reads as written (year 0 is PostgreSQL's 1 BC,
+ * and earlier years gain a sign). The last is the last one a submit accepts, which is also the
+ * last of year 9999, after which the year gains a sign too.
  */
 const EARLIEST_ISO_MS = Date.parse('0001-01-01T00:00:00.000Z');
-const LATEST_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** A `text[]` literal: each element double-quoted (backslash and quote escaped), null as NULL. */
 export function textArrayParam(values: readonly (string | null)[]): string {

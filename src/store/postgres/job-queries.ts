@@ -824,17 +824,15 @@ function jsonArrayText(texts: readonly string[]): string {
  * serialised once.
  */
 function columnArrays(specs: JobSubmitParams['jobs']): string[] {
-  const policies: string[] = new Array(specs.length);
-  let lastPolicy: unknown;
+  let lastPolicy: JobSubmitParams['jobs'][number]['retryPolicy'] | undefined;
   let lastPolicyJson = '';
-  for (let i = 0; i < specs.length; i += 1) {
-    const policy = specs[i]!.retryPolicy;
-    if (i === 0 || policy !== lastPolicy) {
-      lastPolicy = policy;
-      lastPolicyJson = JSON.stringify(policy);
+  const policies = specs.map(({ retryPolicy }) => {
+    if (retryPolicy !== lastPolicy) {
+      lastPolicy = retryPolicy;
+      lastPolicyJson = JSON.stringify(retryPolicy);
     }
-    policies[i] = lastPolicyJson;
-  }
+    return lastPolicyJson;
+  });
   return [
     textArrayParam(specs.map((spec) => spec.kind)),
     textArrayParam(specs.map((spec) => spec.queue)),

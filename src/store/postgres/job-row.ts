@@ -88,9 +88,10 @@ function epochDate(value: unknown): Date | null {
  * {@link JOB_COLUMNS} order (epochColumnsOf), each already parsed by pg's type parsers, the
  * timestamps as epoch-milliseconds text. The Dates equal those pg would parse from the
  * timestamptz: both drop the microseconds toward negative infinity (floor in SQL; pg builds the
- * Date from whole milliseconds of the second). Array mode, because building a keyed object per
- * row and then a Job from it cost a worker about 4 µs of CPU per claimed job (bench: 500-row
- * claims, 8.6-9.6 µs per row against 5.4 µs for the rows alone).
+ * Date from whole milliseconds of the second). Array mode spares the claim's hottest loop a keyed
+ * 22-property object per row that was then converted again; the effect on a whole drain is within
+ * this machine's noise (docs/benchmarks.md, issue 17). Keep it field for field with
+ * {@link rowToJob}: the conformance suite checks that a claimed job equals the same job read back.
  */
 export function epochValuesToJob(values: readonly unknown[]): Job {
   return {
