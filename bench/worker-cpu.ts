@@ -11,10 +11,13 @@
  * reports `process.cpuUsage()`, wall time and the time spent in garbage collection (the `gc`
  * performance entries) from start until its handler ran every job. Printed: each round, then the
  * medians and the ratios this ÷ baseline. `--prefetch auto` leaves the option
- * out (each tree's own default). The baseline is a checkout with node_modules (see
+ * out (each tree's own default). `--store sqlite` drains a fresh SQLite file (in the temp folder)
+ * instead of a PostgreSQL schema. The baseline is a checkout with node_modules (see
  * docs/benchmarks.md, "Before and after a change").
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,7 +30,13 @@ const KIND = 'bench.noop';
 const url = process.env.DOCKET_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 if (process.argv[2] === CHILD) {
-  await runChild(process.argv[3] ?? '', process.argv[4] ?? '', Number(process.argv[5]), process.argv[6] ?? 'auto');
+  await runChild(
+    process.argv[3] ?? '',
+    process.argv[4] ?? '',
+    Number(process.argv[5]),
+    process.argv[6] ?? 'auto',
+    process.argv[7] === 'sqlite' ? 'sqlite' : 'postgres',
+  );
 } else {
   await runParent();
 }
@@ -39,8 +48,12 @@ async function runParent(): Promise<void> {
       jobs: { type: 'string', default: '20000' },
       prefetch: { type: 'string', default: '500' },
       rounds: { type: 'string', default: '8' },
+      store: { type: 'string', default: 'postgres' },
     },
   });
+  if (values.store !== 'postgres' && values.store !== 'sqlite') {
+    throw new Error(`--store must be postgres or sqlite, got ${JSON.stringify(values.store)}`);
+  }
   if (!values.baseline) throw new Error('--baseline DIR (a checkout of Docket with node_modules) is required');
   const trees = [
     { name: 'this', dir: resolve(fileURLToPath(new URL('..', import.meta.url))) },
@@ -54,7 +67,17 @@ async function runParent(): Promise<void> {
       const schema = `cpu_${tree.name}_${process.pid}`;
       const run = spawnSync(
         process.execPath,
-        ['--import', 'tsx', fileURLToPath(import.meta.url), CHILD, tree.dir, schema, values.jobs, values.prefetch],
+        [
+          '--import',
+          'tsx',
+          fileURLToPath(import.meta.url),
+          CHILD,
+          tree.dir,
+          schema,
+          values.jobs,
+          values.prefetch,
+          values.store,
+        ],
         { cwd: tree.dir, encoding: 'utf8' },
       );
       const line = run.stdout.trim().split('\n').at(-1) ?? '';
@@ -81,14 +104,21 @@ async function runParent(): Promise<void> {
   console.log(`wall median: this ${mineWall.toFixed(0)} ms, baseline ${theirsWall.toFixed(0)} ms (load-dependent)`);
 }
 
-async function runChild(dir: string, schema: string, jobs: number, prefetch: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+async function runChild(
+  dir: string,
+  schema: string,
+  jobs: number,
+  prefetch: string,
+  store: 'postgres' | 'sqlite',
+): Promise<void> {
+  const admin = store === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
+  await admin?.connect();
+  await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  const sqliteDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), `docket-${schema}-`)) : undefined;
   const { Docket } = (await import(
     pathToFileURL(join(dir, 'src/docket.ts')).href
   )) as typeof import('../src/docket.js');
-  const docket = await Docket.open({ url, schema });
+  const docket = await Docket.open(sqliteDir ? { url: `sqlite:${join(sqliteDir, 'docket.db')}` } : { url, schema });
   try {
     for (let i = 0; i < jobs; i += 1000) {
       const size = Math.min(1000, jobs - i);
@@ -125,7 +155,8 @@ async function runChild(dir: string, schema: string, jobs: number, prefetch: str
     console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs, gcMs }));
   } finally {
     await docket.close();
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.end();
+    await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin?.end();
+    if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
   }
 }

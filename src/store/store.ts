@@ -56,7 +56,11 @@ import type { Schedule, ScheduleSpec } from '../schedule/schedule.js';
 
 /** What a store can do, as data; callers branch on these, never on the store's type. */
 export interface StoreCapabilities {
-  /** Other processes' submits wake this one (PostgreSQL LISTEN/NOTIFY). */
+  /**
+   * Other processes' submits, retries and releases wake this one (PostgreSQL LISTEN/NOTIFY), so
+   * workers may poll seldom. False on SQLite, which hears other processes' submits only (by
+   * watching the file) and leaves their retries and releases to a short poll.
+   */
   listenNotify: boolean;
   /** Concurrent claimers skip rows another claimer holds instead of waiting (FOR UPDATE SKIP LOCKED). */
   skipLocked: boolean;
@@ -705,8 +709,8 @@ export interface Store {
 
   /**
    * Calls `listener` when jobs may have become due (a submit, a retry, a release), in this process
-   * and, where `capabilities.listenNotify`, in others. Treat it as a hint: it can be lost, so
-   * callers still poll. Resolves to an unsubscribe function.
+   * and, where `capabilities.listenNotify`, in others (SQLite hears other processes' submits too,
+   * but not their retries or releases). Treat it as a hint: it can be lost, so callers still poll. Resolves to an unsubscribe function.
    */
   subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>>;
 

@@ -315,6 +315,50 @@ describe('SqliteStore across processes', () => {
   });
 });
 
+describe("SqliteStore wake-ups for other processes' submits", () => {
+  it('wakes a subscriber when a submit from another process commits', async () => {
+    const path = tempFile();
+    const store = await openStore(path);
+    const wakeUps: WakeUp[] = [];
+    await store.subscribe((wakeUp) => wakeUps.push(wakeUp));
+    const { nextLine } = startChild(['submit-and-hang', path]);
+    const { id } = JSON.parse(await nextLine()) as { id: string };
+    const submitted = await store.jobGet({ id });
+    // Nothing in this process wrote, so only the watcher can have heard of the job.
+    await expect.poll(() => wakeUps, { timeout: 5_000 }).toEqual([{ runAt: submitted?.runAt }]);
+  });
+
+  it("hears another connection's inserts only: the earliest new run time, not its claims, completions, heartbeats or far-future jobs", async () => {
+    const path = tempFile();
+    const watcher = await openStore(path);
+    const other = await openStore(path);
+    const wakeUps: WakeUp[] = [];
+    const unsubscribe = await watcher.subscribe((wakeUp) => wakeUps.push(wakeUp));
+    const nowMs = (await other.now()).getTime();
+    await other.jobSubmit({
+      jobs: [spec({ kind: 'soon', runAt: nowMs + 2_000 }), spec({ kind: 'sooner', runAt: nowMs + 1_000 })],
+    });
+    await expect.poll(() => wakeUps).toEqual([{ runAt: new Date(nowMs + 1_000) }]);
+
+    // Writes that insert nothing: a claim, a heartbeat, a completion (and a job beyond the horizon).
+    const [claimable] = await other.jobSubmit({ jobs: [spec({ kind: 'now' })] });
+    await expect.poll(() => wakeUps.length).toBe(2);
+    const claimed = await other.jobClaim({ owner: 'w', limit: 10, leaseMs: 60_000 });
+    expect(claimed.map((job) => job.id)).toEqual([claimable?.id]);
+    await other.jobHeartbeatMany({ leases: claimed, leaseMs: 60_000 });
+    await other.jobCompleteMany({ leases: claimed });
+    await other.jobSubmit({ jobs: [spec({ kind: 'next-hour', runAt: nowMs + 3_600_000 })] });
+    // Twenty watch intervals: long enough for any of those commits to have been looked at.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(wakeUps).toHaveLength(2);
+
+    await unsubscribe();
+    await other.jobSubmit({ jobs: [spec({ kind: 'unheard' })] });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(wakeUps).toHaveLength(2);
+  });
+});
+
 describe('SqliteStore ids, parking and wake-ups', () => {
   it('never reuses an id, even after the newest jobs are pruned', async () => {
     const store = await openStore(tempFile());

@@ -10,7 +10,7 @@
 import type Database from 'better-sqlite3';
 import type { KindFilter } from '../store.js';
 import { KIND_ALLOWED, kindParams, NOT_PAUSED } from './job-queries.js';
-import type { JobRow } from './job-row.js';
+import { JOB_ROW_AT, JOB_ROW_COLUMNS } from './job-row.js';
 import { QUEUE_PAUSED_NAMES } from './schedule-queries.js';
 
 /**
@@ -110,7 +110,8 @@ export const JOB_LAPSED = `
  * was already running lost its lease (its worker crashed or stalled), so that attempt's
  * lease_expired error is recorded first, numbered by the attempts before this claim.
  * Parameters: :ids (JSON array of candidate ids), :now, :lease_until, :owner, :message.
- * Result: the updated rows, in no particular order (the caller sorts them into claim order).
+ * Result: the updated rows' JOB_ROW_COLUMNS, read as arrays, in no particular order (the caller
+ * puts them in claim order).
  * PostgreSQL: the same SET list in one UPDATE … FROM the locked candidates.
  */
 export const JOB_CLAIM_MANY = `
@@ -127,7 +128,7 @@ export const JOB_CLAIM_MANY = `
         'startedAt', started_at, 'owner', lease_owner))
       ELSE errors END
   WHERE id IN (SELECT value FROM json_each(:ids))
-  RETURNING *`;
+  RETURNING ${JOB_ROW_COLUMNS.join(', ')}`;
 
 /** A claim candidate as JOB_DUE_PENDING and JOB_LAPSED return it. */
 export interface Candidate {
@@ -154,7 +155,8 @@ function prepareClaimStatements(db: Database.Database) {
     lapsed: db.prepare<Record<string, unknown>, Candidate>(JOB_LAPSED),
     lapsedOfKinds: db.prepare<Record<string, unknown>, Candidate>(JOB_LAPSED_OF_KINDS),
     lapsedExhausted: db.prepare<Record<string, unknown>, { id: number; attempts: number }>(JOB_LAPSED_EXHAUSTED),
-    claimMany: db.prepare<Record<string, unknown>, JobRow>(JOB_CLAIM_MANY),
+    // Arrays, not keyed objects: building an object per row was a third of a claim's cost.
+    claimMany: db.prepare<Record<string, unknown>, unknown[]>(JOB_CLAIM_MANY).raw(),
     queuePausedNames: db.prepare(QUEUE_PAUSED_NAMES).pluck(),
   };
 }
@@ -172,11 +174,14 @@ export class SqliteClaimQueries {
     return this.stmt.lapsedExhausted.all({ now: nowMs, queues: queues === undefined ? null : JSON.stringify(queues) });
   }
 
-  /** Leases the candidates (JOB_CLAIM_MANY) and returns their rows in claim order. */
+  /**
+   * Leases the candidates (JOB_CLAIM_MANY) and returns their rows (JOB_ROW_COLUMNS arrays) in the
+   * candidates' order, which is claim order.
+   */
   leaseMany(
     candidates: readonly Candidate[],
     lease: { nowMs: number; leaseUntilMs: number; owner: string; message: string },
-  ): JobRow[] {
+  ): unknown[][] {
     const rows = this.stmt.claimMany.all({
       ids: JSON.stringify(candidates.map((candidate) => candidate.id)),
       now: lease.nowMs,
@@ -185,7 +190,11 @@ export class SqliteClaimQueries {
       message: lease.message,
     });
     if (rows.length !== candidates.length) throw new Error('claim candidates vanished inside their transaction');
-    return rows.sort(claimOrder);
+    const positionOf = new Map<number, number>();
+    for (let i = 0; i < candidates.length; i += 1) positionOf.set(candidates[i]!.id, i);
+    const ordered = new Array<unknown[]>(rows.length);
+    for (const row of rows) ordered[positionOf.get(row[JOB_ROW_AT.id] as number)!] = row;
+    return ordered;
   }
 
   /**

@@ -256,6 +256,24 @@ export const JOB_PRUNE_BATCH = `
     LIMIT :limit)`;
 
 /**
+ * The jobs id sequence's high-water mark: AUTOINCREMENT's sqlite_sequence row, moved by every
+ * insert of a new job (a submit, a recurring run) and never by updates, deletes or a dead letter
+ * sent back under its old id; the foreign-submit watcher reads it after another connection committed.
+ * Parameters: none. Result: one integer, or nothing before the first insert.
+ * PostgreSQL: not needed; a submit there sends NOTIFY.
+ */
+export const JOB_ID_HIGH_WATER = `SELECT seq FROM sqlite_sequence WHERE name = 'jobs'`;
+
+/**
+ * The earliest run time among pending jobs inserted in an id range: a rowid range scan over the
+ * newly inserted rows only.
+ * Parameters: :after, :upto (after < id <= upto). Result: one integer, or NULL when none is pending.
+ * PostgreSQL: not needed; NOTIFY carries the run time.
+ */
+export const JOB_EARLIEST_PENDING_BETWEEN = `
+  SELECT min(run_at) FROM jobs WHERE id > :after AND id <= :upto AND state = 'pending'`;
+
+/**
  * The earliest pending run time in one (queue, kind, priority): one seek to the head of its range.
  * Parameters: :queue, :kind, :priority. Result: { run_at } or nothing.
  */
@@ -379,6 +397,8 @@ function prepareJobStatements(db: Database.Database) {
     pruneBatch: db.prepare(JOB_PRUNE_BATCH),
     firstPendingRunAt: db.prepare(JOB_FIRST_PENDING_RUN_AT).pluck(),
     nextLeaseEnd: db.prepare(JOB_NEXT_LEASE_END).pluck(),
+    idHighWater: db.prepare(JOB_ID_HIGH_WATER).pluck(),
+    earliestPendingBetween: db.prepare(JOB_EARLIEST_PENDING_BETWEEN).pluck(),
     deadRetry: db.prepare(DEAD_RETRY),
     deadDelete: db.prepare(DEAD_DELETE),
     deadPurge: db.prepare(DEAD_PURGE),
@@ -404,6 +424,16 @@ export class SqliteJobQueries {
   /** The database clock, epoch milliseconds. */
   now(): number {
     return this.stmt.now.get() as number;
+  }
+
+  /** The jobs id sequence's high-water mark (JOB_ID_HIGH_WATER), 0 before the first insert. */
+  idHighWater(): number {
+    return (this.stmt.idHighWater.get() as number | undefined) ?? 0;
+  }
+
+  /** The earliest run_at among pending jobs with after < id <= upto (JOB_EARLIEST_PENDING_BETWEEN), or null. */
+  earliestPendingBetween(after: number, upto: number): number | null {
+    return (this.stmt.earliestPendingBetween.get({ after, upto }) as number | null | undefined) ?? null;
   }
 
   /**

@@ -22,9 +22,12 @@
  * Recurring runs: a claim that hands out a schedule's latest run plans and inserts the next run
  * inside the same IMMEDIATE transaction, so the claim and its successor commit together.
  *
- * Wake-ups: no cross-process notification exists, so capabilities say listenNotify: false and
- * other processes find work by polling; in-process subscribers hear of submits, retries and
- * releases due within {@link WAKE_UP_HORIZON_MS}.
+ * Wake-ups: subscribers in this process hear of its submits, retries and releases due within
+ * {@link WAKE_UP_HORIZON_MS}, and, while anyone is subscribed, of other processes' submits within
+ * a few milliseconds (foreign-submit-watcher.ts: SQLite has no NOTIFY, so a store with subscribers
+ * reads the file's change counter every few ms). Other processes' retries and releases are found
+ * by the workers' polling; so capabilities still say listenNotify: false, and workers here keep
+ * their short poll.
  */
 import Database from 'better-sqlite3';
 import { ConfigurationError, ValidationError } from '../../job/errors.js';
@@ -100,8 +103,9 @@ import { claimLimit, LEASE_EXPIRED_MESSAGE, pageSize, parseJobId, positiveMs } f
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import { SqliteClaimQueries } from './claim-queries.js';
 import { SqliteDashboardQueries } from './dashboard-queries.js';
+import { ForeignSubmitWatcher } from './foreign-submit-watcher.js';
 import { PRUNE_BATCH, SqliteJobQueries } from './job-queries.js';
-import { rowToJob } from './job-row.js';
+import { rowToJob, valuesToJob } from './job-row.js';
 import { runSqliteMigrations } from './migrations.js';
 import { SqliteScheduleQueries } from './schedule-queries.js';
 import { SqliteWorkerQueries } from './worker-queries.js';
@@ -146,6 +150,7 @@ export class SqliteStore implements Store {
   private readonly dashboard: SqliteDashboardQueries;
   private readonly schedules: SqliteScheduleQueries;
   private readonly workers: SqliteWorkerQueries;
+  private readonly foreignSubmits: ForeignSubmitWatcher;
 
   private constructor(db: Database.Database, appliedMigrations: number[]) {
     this.db = db;
@@ -155,6 +160,9 @@ export class SqliteStore implements Store {
     this.dashboard = new SqliteDashboardQueries(db);
     this.schedules = new SqliteScheduleQueries(db);
     this.workers = new SqliteWorkerQueries(db);
+    this.foreignSubmits = new ForeignSubmitWatcher(db, this.jobs, (earliestMs) =>
+      this.notify(earliestMs, this.clock(undefined)),
+    );
   }
 
   /**
@@ -286,7 +294,7 @@ export class SqliteStore implements Store {
         owner: params.owner,
         message: LEASE_EXPIRED_MESSAGE,
       });
-      const jobs = rows.map((row) => rowToJob(row) as ClaimedJob);
+      const jobs = rows.map((row) => valuesToJob(row) as ClaimedJob);
       const planned = this.applyClaimedRunPlan(jobs, nowMs);
       return { jobs: planned.jobs, earliestMs: planned.earliestMs, nowMs };
     });
@@ -607,8 +615,10 @@ export class SqliteStore implements Store {
   async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
     if (this.closed) throw new ConfigurationError('SqliteStore.subscribe: the store is closed');
     this.listeners.add(listener);
+    this.foreignSubmits.start();
     return async () => {
       this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.foreignSubmits.stop();
     };
   }
 
@@ -616,6 +626,7 @@ export class SqliteStore implements Store {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
+    this.foreignSubmits.stop();
     this.db.close();
   }
 }
