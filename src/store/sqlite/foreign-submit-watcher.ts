@@ -44,10 +44,6 @@ export class ForeignSubmitWatcher {
     this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   }
 
-  get watching(): boolean {
-    return this.timer !== undefined;
-  }
-
   start(): void {
     if (this.timer) return;
     this.seenDataVersion = this.dataVersion.get() as number;

@@ -150,9 +150,10 @@ export class SqliteStore implements Store {
   private readonly dashboard: SqliteDashboardQueries;
   private readonly schedules: SqliteScheduleQueries;
   private readonly workers: SqliteWorkerQueries;
-  private readonly foreignSubmits: ForeignSubmitWatcher;
+  /** Undefined for an in-memory database: no other connection can reach it. */
+  private readonly foreignSubmits: ForeignSubmitWatcher | undefined;
 
-  private constructor(db: Database.Database, appliedMigrations: number[]) {
+  private constructor(db: Database.Database, appliedMigrations: number[], watchOtherProcesses: boolean) {
     this.db = db;
     this.appliedMigrations = appliedMigrations;
     this.claims = new SqliteClaimQueries(db);
@@ -160,9 +161,9 @@ export class SqliteStore implements Store {
     this.dashboard = new SqliteDashboardQueries(db);
     this.schedules = new SqliteScheduleQueries(db);
     this.workers = new SqliteWorkerQueries(db);
-    this.foreignSubmits = new ForeignSubmitWatcher(db, this.jobs, (earliestMs) =>
-      this.notify(earliestMs, this.clock(undefined)),
-    );
+    this.foreignSubmits = watchOtherProcesses
+      ? new ForeignSubmitWatcher(db, this.jobs, (earliestMs) => this.notify(earliestMs, this.clock(undefined)))
+      : undefined;
   }
 
   /**
@@ -184,7 +185,8 @@ export class SqliteStore implements Store {
       }
       db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       const applied = runSqliteMigrations(db);
-      return new SqliteStore(db, applied);
+      // An in-memory database has no other process to watch for.
+      return new SqliteStore(db, applied, path !== ':memory:');
     } catch (error) {
       db.close();
       throw error;
@@ -615,10 +617,10 @@ export class SqliteStore implements Store {
   async subscribe(listener: (wakeUp: WakeUp) => void): Promise<() => Promise<void>> {
     if (this.closed) throw new ConfigurationError('SqliteStore.subscribe: the store is closed');
     this.listeners.add(listener);
-    this.foreignSubmits.start();
+    this.foreignSubmits?.start();
     return async () => {
       this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.foreignSubmits.stop();
+      if (this.listeners.size === 0) this.foreignSubmits?.stop();
     };
   }
 
@@ -626,7 +628,7 @@ export class SqliteStore implements Store {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
-    this.foreignSubmits.stop();
+    this.foreignSubmits?.stop();
     this.db.close();
   }
 }
