@@ -144,8 +144,8 @@ export function rowToJob(row: JobRow): Job {
 
 /**
  * {@link rowToJob} for a row read as an array in {@link JOB_ROW_COLUMNS} order: the claim's form.
- * A claim of 500 rows read as keyed objects spent about 4 µs a row building them (better-sqlite3
- * makes one object per row); arrays halve that (bench/sqlite-claim-costs.ts). Keep it field for
+ * Reading a claim's 500 rows back cost 8.0 µs a row over the bare UPDATE as keyed objects (one
+ * object per row from better-sqlite3) and 4.8 µs as arrays (bench/sqlite-claim-costs.ts). Keep it field for
  * field with rowToJob: the conformance suite checks that a claimed job equals the job read back.
  */
 export function valuesToJob(values: readonly unknown[]): Job {
