@@ -1,7 +1,7 @@
 /**
  * Where a SQLite drain's time goes, per job: the claim's UPDATE alone, the same UPDATE answering
  * its rows as keyed objects (`RETURNING *`, better-sqlite3's default: the form before issue 17's
- * fifth session) and as arrays (`RETURNING` JOB_ROW_COLUMNS in raw mode: the form the store
+ * fifth session) and as arrays (`RETURNING` JOB_COLUMNS in raw mode: the form the store
  * sends), and the completions that follow. Statements straight on better-sqlite3, no worker and no
  * conversion to Jobs, so the figures are the database's and the driver's alone.
  *
@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { Docket } from '../src/docket.js';
+import { JOB_COLUMN_AT } from '../src/store/job-columns.js';
 import { JOB_CLAIM_MANY, JOB_DUE_PENDING } from '../src/store/sqlite/claim-queries.js';
 import { JOB_COMPLETE } from '../src/store/sqlite/job-queries.js';
-import { JOB_ROW_AT } from '../src/store/sqlite/job-row.js';
 import { median } from './stats.js';
 
 const { values: args } = parseArgs({
@@ -115,8 +115,8 @@ function drain(form: Form, round: number): Costs {
           answered = claim.all(params) as { id: number; token: number }[];
         } else {
           answered = (claim.all(params) as unknown[][]).map((row) => ({
-            id: row[JOB_ROW_AT.id] as number,
-            token: row[JOB_ROW_AT.token] as number,
+            id: row[JOB_COLUMN_AT.id] as number,
+            token: row[JOB_COLUMN_AT.token] as number,
           }));
         }
         claimMs += performance.now() - read;

@@ -7,9 +7,10 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
+import { JOB_COLUMNS } from '../../src/store/job-columns.js';
 import { PostgresClaimQueries } from '../../src/store/postgres/claim-queries.js';
 import { PostgresJobQueries } from '../../src/store/postgres/job-queries.js';
-import { JOB_COLUMN_TYPES, JOB_COLUMNS } from '../../src/store/postgres/job-row.js';
+import { JOB_COLUMN_TYPES } from '../../src/store/postgres/job-row.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { storedStatement } from '../../src/store/postgres/stored-statements.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';

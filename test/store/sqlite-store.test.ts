@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
 import * as claimSql from '../../src/store/sqlite/claim-queries.js';
+import { ForeignSubmitWatcher } from '../../src/store/sqlite/foreign-submit-watcher.js';
 import * as jobSql from '../../src/store/sqlite/job-queries.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { LEASE_EXPIRED_MESSAGE, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -328,34 +329,71 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
     await expect.poll(() => wakeUps, { timeout: 5_000 }).toEqual([{ runAt: submitted?.runAt }]);
   });
 
-  it("hears another connection's inserts only: the earliest new run time, not its claims, completions, heartbeats or far-future jobs", async () => {
+  it("wakes a subscriber with the earliest run time of another connection's submit, and stops with the last unsubscribe", async () => {
     const path = tempFile();
-    const watcher = await openStore(path);
+    const watching = await openStore(path);
     const other = await openStore(path);
-    const wakeUps: WakeUp[] = [];
-    const unsubscribe = await watcher.subscribe((wakeUp) => wakeUps.push(wakeUp));
+    const heard: WakeUp[] = [];
+    const unsubscribe = await watching.subscribe((wakeUp) => heard.push(wakeUp));
     const nowMs = (await other.now()).getTime();
     await other.jobSubmit({
       jobs: [spec({ kind: 'soon', runAt: nowMs + 2_000 }), spec({ kind: 'sooner', runAt: nowMs + 1_000 })],
     });
-    await expect.poll(() => wakeUps).toEqual([{ runAt: new Date(nowMs + 1_000) }]);
-
-    // Writes that insert nothing: a claim, a heartbeat, a completion (and a job beyond the horizon).
-    const [claimable] = await other.jobSubmit({ jobs: [spec({ kind: 'now' })] });
-    await expect.poll(() => wakeUps.length).toBe(2);
-    const claimed = await other.jobClaim({ owner: 'w', limit: 10, leaseMs: 60_000 });
-    expect(claimed.map((job) => job.id)).toEqual([claimable?.id]);
-    await other.jobHeartbeatMany({ leases: claimed, leaseMs: 60_000 });
-    await other.jobCompleteMany({ leases: claimed });
-    await other.jobSubmit({ jobs: [spec({ kind: 'next-hour', runAt: nowMs + 3_600_000 })] });
-    // Twenty watch intervals: long enough for any of those commits to have been looked at.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(wakeUps).toHaveLength(2);
+    await expect.poll(() => heard).toEqual([{ runAt: new Date(nowMs + 1_000) }]);
 
     await unsubscribe();
-    await other.jobSubmit({ jobs: [spec({ kind: 'unheard' })] });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(wakeUps).toHaveLength(2);
+    await other.jobSubmit({ jobs: [spec({ kind: 'unheard', runAt: nowMs + 500 })] });
+    // A later subscriber hears only what comes after it: its wake-up shows a look has passed the
+    // unheard submit, which the first listener, gone, did not receive.
+    const later: WakeUp[] = [];
+    await watching.subscribe((wakeUp) => later.push(wakeUp));
+    await other.jobSubmit({ jobs: [spec({ kind: 'heard', runAt: nowMs + 700 })] });
+    await expect.poll(() => later).toEqual([{ runAt: new Date(nowMs + 700) }]);
+    expect(heard).toHaveLength(1);
+  });
+
+  it("reports another connection's inserts only: not its claims, heartbeats, completions or cancels, nor its own connection's writes", async () => {
+    const path = tempFile();
+    const other = await openStore(path);
+    const db = new Database(path);
+    try {
+      const reported: number[] = [];
+      const watcher = new ForeignSubmitWatcher(db, new jobSql.SqliteJobQueries(db), (runAtMs) =>
+        reported.push(runAtMs),
+      );
+      watcher.mark();
+      expect(watcher.look()).toBeNull();
+      const nowMs = (await other.now()).getTime();
+
+      const [first] = await other.jobSubmit({
+        jobs: [spec({ kind: 'a', runAt: nowMs + 300 }), spec({ kind: 'b', runAt: nowMs - 100 })],
+      });
+      expect(watcher.look()).toBe(nowMs - 100);
+      expect(watcher.look()).toBeNull();
+
+      const claimed = await other.jobClaim({ owner: 'w', limit: 10, leaseMs: 60_000 });
+      expect(claimed).toHaveLength(1);
+      expect(watcher.look()).toBeNull();
+      await other.jobHeartbeatMany({ leases: claimed, leaseMs: 60_000 });
+      expect(watcher.look()).toBeNull();
+      await other.jobCompleteMany({ leases: claimed });
+      expect(watcher.look()).toBeNull();
+      await other.jobCancel({ id: first!.id });
+      expect(watcher.look()).toBeNull();
+
+      // A job that is no longer pending when looked at (claimed at once) is reported by nobody.
+      await other.jobSubmit({ jobs: [spec({ kind: 'c' })] });
+      await other.jobClaim({ owner: 'w', limit: 10, leaseMs: 60_000 });
+      expect(watcher.look()).toBeNull();
+
+      // The watcher's own connection's commits do not move data_version for it.
+      const own = new jobSql.SqliteJobQueries(db);
+      db.transaction(() => own.submit([spec({ kind: 'own' })], nowMs)).immediate();
+      expect(watcher.look()).toBeNull();
+      expect(reported).toEqual([nowMs - 100]);
+    } finally {
+      db.close();
+    }
   });
 });
 

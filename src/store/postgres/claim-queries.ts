@@ -6,9 +6,10 @@
  * policy (planClaimedRuns in ../schedule-plan.ts); the store runs it between the two.
  */
 import type { ClaimedJob } from '../../job/job.js';
+import { JOB_COLUMNS } from '../job-columns.js';
 import type { JobClaimParams } from '../store.js';
 import { LEASE_EXPIRED_MESSAGE } from '../store-params.js';
-import { epochValuesToJob, JOB_COLUMNS } from './job-row.js';
+import { epochValuesToJob } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
   type ArrayQueryable,

@@ -26,6 +26,7 @@ import {
   type Part,
   queueCountsOf,
 } from '../dashboard-params.js';
+import { JOB_COLUMNS } from '../job-columns.js';
 import type {
   ActivityBucket,
   BulkBatchResult,
@@ -36,7 +37,7 @@ import type {
   MatchCount,
   QueueCounts,
 } from '../store.js';
-import { JOB_COLUMNS, type JobRow, rowToJob } from './job-row.js';
+import { type JobRow, rowToJob } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import { epochMsText, type Queryable } from './sql-fragments.js';
 

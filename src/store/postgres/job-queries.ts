@@ -12,6 +12,7 @@
  */
 import type { Job } from '../../job/job.js';
 import { assertBatchKeysAgree, liveKeyConflict } from '../idempotency.js';
+import { JOB_COLUMNS } from '../job-columns.js';
 import type {
   CancelOutcome,
   CompleteOutcome,
@@ -41,7 +42,7 @@ import {
   textArrayParam,
   timestamptzArrayParam,
 } from './array-params.js';
-import { JOB_COLUMNS, type JobRow, rowToJob, sqlJobId } from './job-row.js';
+import { type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
   epochMsText,

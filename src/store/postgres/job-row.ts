@@ -3,32 +3,8 @@
  * parsed) become Docket's records (camelCase), and where job ids become SQL parameters.
  */
 import type { AttemptError, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import { JOB_COLUMN_AT as AT, type JOB_COLUMNS } from '../job-columns.js';
 import { parseJobId } from '../store-params.js';
-
-/** The columns of `jobs` (and, with `parked_at`, of `dead_jobs`), in table order. */
-export const JOB_COLUMNS = [
-  'id',
-  'kind',
-  'queue',
-  'payload',
-  'priority',
-  'state',
-  'run_at',
-  'lease_until',
-  'lease_owner',
-  'token',
-  'attempts',
-  'max_attempts',
-  'retry_policy',
-  'errors',
-  'idempotency_key',
-  'timeout_ms',
-  'schedule_id',
-  'schedule_slot',
-  'created_at',
-  'finished_at',
-  'started_at',
-] as const;
 
 /**
  * The SQL type of each column of `jobs`, as migrations.ts declares it, for statements whose result
@@ -72,11 +48,6 @@ export const JOB_TIMESTAMP_COLUMNS = [
   'finished_at',
   'started_at',
 ] as const satisfies readonly (typeof JOB_COLUMNS)[number][];
-
-/** Each job column's position in a row read in array mode (JOB_COLUMNS order). */
-const AT: { readonly [column in (typeof JOB_COLUMNS)[number]]: number } = Object.fromEntries(
-  JOB_COLUMNS.map((column, index) => [column, index]),
-) as { [column in (typeof JOB_COLUMNS)[number]]: number };
 
 /** An epoch-milliseconds text (or null) as a Date (or null). */
 function epochDate(value: unknown): Date | null {

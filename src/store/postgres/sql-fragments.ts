@@ -5,7 +5,8 @@
  * already-quoted schema; none runs anything.
  */
 import type pg from 'pg';
-import { JOB_COLUMN_TYPES, JOB_COLUMNS, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
+import { JOB_COLUMNS } from '../job-columns.js';
+import { JOB_COLUMN_TYPES, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
 
 /** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
 export interface Queryable {

@@ -8,9 +8,9 @@
  * ../schedule-plan.ts).
  */
 import type Database from 'better-sqlite3';
+import { JOB_COLUMN_AT, JOB_COLUMNS } from '../job-columns.js';
 import type { KindFilter } from '../store.js';
 import { KIND_ALLOWED, kindParams, NOT_PAUSED } from './job-queries.js';
-import { JOB_ROW_AT, JOB_ROW_COLUMNS } from './job-row.js';
 import { QUEUE_PAUSED_NAMES } from './schedule-queries.js';
 
 /**
@@ -110,7 +110,7 @@ export const JOB_LAPSED = `
  * was already running lost its lease (its worker crashed or stalled), so that attempt's
  * lease_expired error is recorded first, numbered by the attempts before this claim.
  * Parameters: :ids (JSON array of candidate ids), :now, :lease_until, :owner, :message.
- * Result: the updated rows' JOB_ROW_COLUMNS, read as arrays, in no particular order (the caller
+ * Result: the updated rows' JOB_COLUMNS, read as arrays, in no particular order (the caller
  * puts them in claim order).
  * PostgreSQL: the same SET list in one UPDATE … FROM the locked candidates.
  */
@@ -128,7 +128,7 @@ export const JOB_CLAIM_MANY = `
         'startedAt', started_at, 'owner', lease_owner))
       ELSE errors END
   WHERE id IN (SELECT value FROM json_each(:ids))
-  RETURNING ${JOB_ROW_COLUMNS.join(', ')}`;
+  RETURNING ${JOB_COLUMNS.join(', ')}`;
 
 /** A claim candidate as JOB_DUE_PENDING and JOB_LAPSED return it. */
 export interface Candidate {
@@ -175,7 +175,7 @@ export class SqliteClaimQueries {
   }
 
   /**
-   * Leases the candidates (JOB_CLAIM_MANY) and returns their rows (JOB_ROW_COLUMNS arrays) in the
+   * Leases the candidates (JOB_CLAIM_MANY) and returns their rows (JOB_COLUMNS arrays) in the
    * candidates' order, which is claim order.
    */
   leaseMany(
@@ -193,7 +193,7 @@ export class SqliteClaimQueries {
     const positionOf = new Map<number, number>();
     for (let i = 0; i < candidates.length; i += 1) positionOf.set(candidates[i]!.id, i);
     const ordered = new Array<unknown[]>(rows.length);
-    for (const row of rows) ordered[positionOf.get(row[JOB_ROW_AT.id] as number)!] = row;
+    for (const row of rows) ordered[positionOf.get(row[JOB_COLUMN_AT.id] as number)!] = row;
     return ordered;
   }
 

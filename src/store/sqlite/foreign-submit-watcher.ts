@@ -39,16 +39,15 @@ export class ForeignSubmitWatcher {
     private readonly reads: ForeignSubmitReads,
     /** Told the earliest run time of the jobs other processes inserted since the last look. */
     private readonly onSubmitted: (earliestRunAtMs: number) => void,
-    private readonly intervalMs = FOREIGN_SUBMIT_WATCH_MS,
   ) {
     this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   }
 
+  /** Starts looking every FOREIGN_SUBMIT_WATCH_MS, from what the file holds now. */
   start(): void {
     if (this.timer) return;
-    this.seenDataVersion = this.dataVersion.get() as number;
-    this.seenHighWater = this.reads.idHighWater();
-    this.timer = setInterval(() => this.look(), this.intervalMs);
+    this.mark();
+    this.timer = setInterval(() => this.look(), FOREIGN_SUBMIT_WATCH_MS);
     // Watching never keeps a process alive on its own: an idle worker's own timers do that.
     this.timer.unref();
   }
@@ -58,19 +57,30 @@ export class ForeignSubmitWatcher {
     this.timer = undefined;
   }
 
-  /** One look: nothing read beyond data_version unless another connection committed. */
-  look(): void {
+  /** Takes what the file holds now as seen: later looks report only what comes after. */
+  mark(): void {
+    this.seenDataVersion = this.dataVersion.get() as number;
+    this.seenHighWater = this.reads.idHighWater();
+  }
+
+  /**
+   * One look (the timer's tick): nothing read beyond data_version unless another connection
+   * committed. Returns the earliest run time it reported, or null when it reported nothing.
+   */
+  look(): number | null {
     try {
       const version = this.dataVersion.get() as number;
-      if (version === this.seenDataVersion) return;
+      if (version === this.seenDataVersion) return null;
       this.seenDataVersion = version;
       const highWater = this.reads.idHighWater();
-      if (highWater === this.seenHighWater) return;
+      if (highWater === this.seenHighWater) return null;
       const earliest = this.reads.earliestPendingBetween(this.seenHighWater, highWater);
       this.seenHighWater = highWater;
       if (earliest !== null) this.onSubmitted(earliest);
+      return earliest;
     } catch {
       // A hint is best-effort by contract: the workers' polls still find every job.
+      return null;
     }
   }
 }

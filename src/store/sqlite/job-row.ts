@@ -3,9 +3,10 @@
  * records (camelCase, Dates, parsed values), and back.
  */
 import type { AttemptError, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import { JOB_COLUMN_AT as AT, type JobColumn } from '../job-columns.js';
 
 /** A row of `jobs` or `dead_jobs` as better-sqlite3 returns it. */
-export interface JobRow {
+export interface JobRow extends Record<JobColumn, unknown> {
   id: number;
   kind: string;
   queue: string;
@@ -28,39 +29,6 @@ export interface JobRow {
   finished_at: number | null;
   started_at: number | null;
 }
-
-/**
- * The job columns in {@link JobRow} order: the claim's RETURNING list, read back as arrays
- * (better-sqlite3's raw mode) and converted by position in {@link valuesToJob}.
- */
-export const JOB_ROW_COLUMNS = [
-  'id',
-  'kind',
-  'queue',
-  'payload',
-  'priority',
-  'state',
-  'run_at',
-  'lease_until',
-  'lease_owner',
-  'token',
-  'attempts',
-  'max_attempts',
-  'retry_policy',
-  'errors',
-  'idempotency_key',
-  'timeout_ms',
-  'schedule_id',
-  'schedule_slot',
-  'created_at',
-  'finished_at',
-  'started_at',
-] as const satisfies readonly (keyof JobRow)[];
-
-/** Each job column's position in a row read as an array (JOB_ROW_COLUMNS order). */
-export const JOB_ROW_AT: { readonly [column in keyof JobRow]: number } = Object.fromEntries(
-  JOB_ROW_COLUMNS.map((column, index) => [column, index]),
-) as { [column in keyof JobRow]: number };
 
 /** An attempt error as stored inside the `errors` JSON array (`at` in epoch milliseconds). */
 interface StoredAttemptError {
@@ -125,7 +93,7 @@ export function rowToJob(row: JobRow): Job {
     priority: row.priority,
     state: row.state as JobState,
     runAt: new Date(row.run_at),
-    leaseUntil: row.lease_until === null ? null : new Date(row.lease_until),
+    leaseUntil: epochDate(row.lease_until),
     leaseOwner: row.lease_owner,
     token: row.token,
     attempts: row.attempts,
@@ -135,41 +103,41 @@ export function rowToJob(row: JobRow): Job {
     idempotencyKey: row.idempotency_key,
     timeoutMs: row.timeout_ms,
     scheduleId: row.schedule_id,
-    scheduleSlot: row.schedule_slot === null ? null : new Date(row.schedule_slot),
+    scheduleSlot: epochDate(row.schedule_slot),
     createdAt: new Date(row.created_at),
-    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
-    startedAt: row.started_at === null || row.started_at === undefined ? null : new Date(row.started_at),
+    finishedAt: epochDate(row.finished_at),
+    startedAt: epochDate(row.started_at ?? null),
   };
 }
 
 /**
- * {@link rowToJob} for a row read as an array in {@link JOB_ROW_COLUMNS} order: the claim's form.
+ * {@link rowToJob} for a row read as an array in JOB_COLUMNS order (../job-columns.ts): the claim's form.
  * Reading a claim's 500 rows back cost 8.0 µs a row over the bare UPDATE as keyed objects (one
  * object per row from better-sqlite3) and 4.8 µs as arrays (bench/sqlite-claim-costs.ts). Keep it field for
  * field with rowToJob: the conformance suite checks that a claimed job equals the job read back.
  */
 export function valuesToJob(values: readonly unknown[]): Job {
   return {
-    id: String(values[JOB_ROW_AT.id]),
-    kind: values[JOB_ROW_AT.kind] as string,
-    queue: values[JOB_ROW_AT.queue] as string,
-    payload: JSON.parse(values[JOB_ROW_AT.payload] as string) as JsonValue,
-    priority: values[JOB_ROW_AT.priority] as number,
-    state: values[JOB_ROW_AT.state] as JobState,
-    runAt: new Date(values[JOB_ROW_AT.run_at] as number),
-    leaseUntil: epochDate(values[JOB_ROW_AT.lease_until] as number | null),
-    leaseOwner: values[JOB_ROW_AT.lease_owner] as string | null,
-    token: values[JOB_ROW_AT.token] as number,
-    attempts: values[JOB_ROW_AT.attempts] as number,
-    maxAttempts: values[JOB_ROW_AT.max_attempts] as number,
-    retryPolicy: JSON.parse(values[JOB_ROW_AT.retry_policy] as string) as RetryPolicy,
-    errors: parseAttemptErrors(values[JOB_ROW_AT.errors] as string),
-    idempotencyKey: values[JOB_ROW_AT.idempotency_key] as string | null,
-    timeoutMs: values[JOB_ROW_AT.timeout_ms] as number | null,
-    scheduleId: values[JOB_ROW_AT.schedule_id] as string | null,
-    scheduleSlot: epochDate(values[JOB_ROW_AT.schedule_slot] as number | null),
-    createdAt: new Date(values[JOB_ROW_AT.created_at] as number),
-    finishedAt: epochDate(values[JOB_ROW_AT.finished_at] as number | null),
-    startedAt: epochDate(values[JOB_ROW_AT.started_at] as number | null),
+    id: String(values[AT.id]),
+    kind: values[AT.kind] as string,
+    queue: values[AT.queue] as string,
+    payload: JSON.parse(values[AT.payload] as string) as JsonValue,
+    priority: values[AT.priority] as number,
+    state: values[AT.state] as JobState,
+    runAt: new Date(values[AT.run_at] as number),
+    leaseUntil: epochDate(values[AT.lease_until] as number | null),
+    leaseOwner: values[AT.lease_owner] as string | null,
+    token: values[AT.token] as number,
+    attempts: values[AT.attempts] as number,
+    maxAttempts: values[AT.max_attempts] as number,
+    retryPolicy: JSON.parse(values[AT.retry_policy] as string) as RetryPolicy,
+    errors: parseAttemptErrors(values[AT.errors] as string),
+    idempotencyKey: values[AT.idempotency_key] as string | null,
+    timeoutMs: values[AT.timeout_ms] as number | null,
+    scheduleId: values[AT.schedule_id] as string | null,
+    scheduleSlot: epochDate(values[AT.schedule_slot] as number | null),
+    createdAt: new Date(values[AT.created_at] as number),
+    finishedAt: epochDate(values[AT.finished_at] as number | null),
+    startedAt: epochDate(values[AT.started_at] as number | null),
   };
 }
