@@ -7,16 +7,19 @@
  *   npx tsx bench/worker-cpu.ts --baseline DIR --jobs 10000 --prefetch 0 --rounds 5
  *
  * Each round, for each tree in turn: a fresh schema, `--jobs` no-op jobs submitted, then a child
- * process of that tree opens Docket, starts `docket.worker({ concurrency: 10, prefetch })` and
+ * process of that tree opens Docket, starts `docket.worker({ concurrency, prefetch })` (`--concurrency`,
+ * default 10) and
  * reports `process.cpuUsage()`, wall time and the time spent in garbage collection (the `gc`
- * performance entries) from start until its handler ran every job. Printed: each round, then the
+ * performance entries) from start until its handler ran every job, and (PostgreSQL) the CPU every
+ * `postgres` process on this machine spent meanwhile, read from /proc: the database's share of the
+ * drain, which a plan reading more rows than it writes shows first. Printed: each round, then the
  * medians and the ratios this ÷ baseline. `--prefetch auto` leaves the option
  * out (each tree's own default). `--store sqlite` drains a fresh SQLite file (in the temp folder)
  * instead of a PostgreSQL schema. The baseline is a checkout with node_modules (see
  * docs/benchmarks.md, "Before and after a change").
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -36,6 +39,7 @@ if (process.argv[2] === CHILD) {
     Number(process.argv[5]),
     process.argv[6] ?? 'auto',
     process.argv[7] === 'sqlite' ? 'sqlite' : 'postgres',
+    Number(process.argv[8] ?? 10),
   );
 } else {
   await runParent();
@@ -49,10 +53,14 @@ async function runParent(): Promise<void> {
       prefetch: { type: 'string', default: '500' },
       rounds: { type: 'string', default: '8' },
       store: { type: 'string', default: 'postgres' },
+      concurrency: { type: 'string', default: '10' },
     },
   });
   if (values.store !== 'postgres' && values.store !== 'sqlite') {
     throw new Error(`--store must be postgres or sqlite, got ${JSON.stringify(values.store)}`);
+  }
+  if (!/^[1-9]\d*$/.test(values.concurrency)) {
+    throw new Error(`--concurrency must be a positive integer, got ${JSON.stringify(values.concurrency)}`);
   }
   if (!values.baseline) throw new Error('--baseline DIR (a checkout of Docket with node_modules) is required');
   const trees = [
@@ -62,6 +70,7 @@ async function runParent(): Promise<void> {
   const cpu: Record<string, number[]> = { this: [], baseline: [] };
   const wall: Record<string, number[]> = { this: [], baseline: [] };
   const gc: Record<string, number[]> = { this: [], baseline: [] };
+  const db: Record<string, number[]> = { this: [], baseline: [] };
   for (let round = 1; round <= Number(values.rounds); round += 1) {
     for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
       const schema = `cpu_${tree.name}_${process.pid}`;
@@ -77,18 +86,21 @@ async function runParent(): Promise<void> {
           values.jobs,
           values.prefetch,
           values.store,
+          values.concurrency,
         ],
         { cwd: tree.dir, encoding: 'utf8' },
       );
       const line = run.stdout.trim().split('\n').at(-1) ?? '';
       if (run.status !== 0 || !line.startsWith('{'))
         throw new Error(`${tree.name} round ${round} failed:\n${run.stderr}`);
-      const result = JSON.parse(line) as { cpuMs: number; wallMs: number; gcMs: number };
+      const result = JSON.parse(line) as { cpuMs: number; wallMs: number; gcMs: number; dbCpuMs: number | null };
       cpu[tree.name]?.push(result.cpuMs);
       wall[tree.name]?.push(result.wallMs);
       gc[tree.name]?.push(result.gcMs);
+      if (result.dbCpuMs !== null) db[tree.name]?.push(result.dbCpuMs);
+      const dbPart = result.dbCpuMs === null ? '' : `, database ${result.dbCpuMs.toFixed(0)} ms`;
       console.log(
-        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, gc ${result.gcMs.toFixed(0)} ms, wall ${result.wallMs.toFixed(0)} ms`,
+        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, gc ${result.gcMs.toFixed(0)} ms${dbPart}, wall ${result.wallMs.toFixed(0)} ms`,
       );
     }
   }
@@ -100,6 +112,13 @@ async function runParent(): Promise<void> {
   console.log(
     `GC median: this ${mineGc.toFixed(0)} ms, baseline ${theirsGc.toFixed(0)} ms, ratio ${(mineGc / theirsGc).toFixed(2)}`,
   );
+  if ((db.this ?? []).length > 0 && (db.baseline ?? []).length > 0) {
+    const [mineDb, theirsDb] = [median(db.this ?? []), median(db.baseline ?? [])];
+    const perJob = (ms: number) => ((ms * 1000) / Number(values.jobs)).toFixed(1);
+    console.log(
+      `database CPU median: this ${mineDb.toFixed(0)} ms (${perJob(mineDb)} us a job), baseline ${theirsDb.toFixed(0)} ms (${perJob(theirsDb)} us a job), ratio ${(mineDb / theirsDb).toFixed(2)}`,
+    );
+  }
   const [mineWall, theirsWall] = [median(wall.this ?? []), median(wall.baseline ?? [])];
   console.log(`wall median: this ${mineWall.toFixed(0)} ms, baseline ${theirsWall.toFixed(0)} ms (load-dependent)`);
 }
@@ -110,6 +129,7 @@ async function runChild(
   jobs: number,
   prefetch: string,
   store: 'postgres' | 'sqlite',
+  concurrency: number,
 ): Promise<void> {
   const admin = store === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
   await admin?.connect();
@@ -139,24 +159,48 @@ async function runChild(
       for (const entry of list.getEntries()) gcMs += entry.duration;
     });
     gcObserver.observe({ entryTypes: ['gc'] });
+    const dbCpuBefore = store === 'postgres' ? postgresCpuMs() : null;
     const cpuBefore = process.cpuUsage();
     const startedAt = performance.now();
-    const worker = docket.worker(
-      prefetch === 'auto' ? { concurrency: 10 } : { concurrency: 10, prefetch: Number(prefetch) },
-    );
+    const worker = docket.worker(prefetch === 'auto' ? { concurrency } : { concurrency, prefetch: Number(prefetch) });
     await worker.start();
     await done;
     const wallMs = performance.now() - startedAt;
     const used = process.cpuUsage(cpuBefore);
+    const dbCpuMs = dbCpuBefore === null ? null : postgresCpuMs() - dbCpuBefore;
     // Entries are delivered asynchronously: let the last ones arrive before reading the sum.
     await new Promise((resolveTick) => setImmediate(resolveTick));
     gcObserver.disconnect();
     await worker.stop();
-    console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs, gcMs }));
+    console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs, gcMs, dbCpuMs }));
   } finally {
     await docket.close();
     await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin?.end();
     if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * CPU time (user + system, ms) of every `postgres` process on this machine, from /proc: the
+ * benchmark's database runs here. Counted in clock ticks (10 ms each), so read it over a whole
+ * drain, and on a quiet machine: another database's work on this cluster counts too.
+ */
+function postgresCpuMs(): number {
+  const ticksPerSecond = 100;
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited since the listing
+    }
+    if (!stat.includes('(postgres)')) continue;
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / ticksPerSecond;
 }

@@ -111,8 +111,19 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
     it('finds a job no wake-up announced at its next poll, not before (worker time pinned by a ManualClock)', async () => {
       const clock = new ManualClock(Date.now());
       const host = await Docket.open({ url: db.url });
-      // A second store on the same file stands in for another process: its submits wake nobody here.
+      // A second store on the same file stands in for another process. Its submits do wake this
+      // one (the store watches the file for new job ids), but its releases and retries keep their
+      // ids and are found by the poll: the job here becomes due by such a release. It is
+      // submitted and claimed before the worker starts, so only that release can make it due.
       const elsewhere = await Docket.open({ url: db.url });
+      const { id } = await elsewhere.submit({ kind: 'polled' });
+      const [held] = await elsewhere.store.jobClaim({
+        owner: 'elsewhere',
+        limit: 1,
+        leaseMs: 600_000,
+        kinds: ['polled'],
+      });
+      expect(held?.id).toBe(id);
       const startedIds: string[] = [];
       const startOf = startSignals();
       const pollIntervalMs = 1000;
@@ -141,7 +152,8 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
         const local = await host.submit({ kind: 'polled' });
         await within(startOf(local.id).promise, 10_000, 'the locally submitted job');
 
-        const { id } = await elsewhere.submit({ kind: 'polled' });
+        const released = await elsewhere.store.jobRelease({ id, token: held!.token, leaseOwner: 'elsewhere' });
+        expect(released).toBe('released');
         // Polls are jittered to [0.9, 1.1] x the interval: at 0.85 x none has fired.
         clock.advance(pollIntervalMs * 0.85);
         for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));

@@ -79,7 +79,12 @@ describe('PostgresStore: stored hot statements', () => {
     const { schema } = await freshStore();
     const connection = await client();
     const names = await functionNames(connection, schema);
-    expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(['claim_pending', 'insert_jobs']);
+    expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual([
+      'claim_pending',
+      'complete_jobs',
+      'heartbeat_jobs',
+      'insert_jobs',
+    ]);
     const before = await functionVersions(connection, schema);
     opened.stores.push(await PostgresStore.open(POSTGRES_URL, { schema, poolSize: 1 }));
     expect(await functionVersions(connection, schema)).toEqual(before);
@@ -159,6 +164,49 @@ describe('PostgresStore: stored hot statements', () => {
     const insertPlan = nestedPlans(plans, 'INSERT INTO');
     expect(insertPlan).toHaveLength(1);
     expect(insertPlan[0]).not.toMatch(/Scan on jobs|Scan using/);
+  });
+
+  it('completes and renews each lease by its job id, even when the plans were cached while the table was empty', async () => {
+    const { schema } = await freshStore();
+    const jobs = new PostgresJobQueries(schema);
+    const { connection, plans } = await explainingClient();
+
+    // First calls on an empty, never analysed table: each function caches its generic plan now.
+    const nobody = [{ id: '1', token: 1, leaseOwner: 'o' }];
+    expect(await jobs.completeMany(connection, { leases: nobody })).toEqual(['stale']);
+    expect(await jobs.heartbeatMany(connection, { leases: nobody, leaseMs: 30_000 })).toEqual([null]);
+
+    // 20,000 running rows and no ANALYZE: a plan that joined the batch with the running rows
+    // (the running-lease index, or a bitmap or hash over it) would read all of them per batch.
+    await connection.query(
+      `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, lease_until, lease_owner, token, attempts,
+         max_attempts, retry_policy, created_at, started_at)
+       SELECT 'k', 'default', '{}', 'running', now(), now() + interval '1 hour', 'o', 1, 1, 3,
+         '{"kind":"fixed","delayMs":1000}', now(), now()
+       FROM generate_series(1, 20000)`,
+    );
+    const ids = (
+      await connection.query<{ id: string }>(`SELECT id::text FROM "${schema}".jobs ORDER BY id LIMIT 20`)
+    ).rows.map((row) => row.id);
+    const leasesOf = (some: string[]) =>
+      some.map((id, index) => ({ id, token: 1, leaseOwner: index === 3 ? 'someone else' : 'o' }));
+    const acceptedBut3 = <T>(some: string[], accepted: (index: number) => T, refused: T) =>
+      some.map((_, index) => (index === 3 ? refused : accepted(index)));
+    plans.length = 0;
+    const completed = ids.slice(0, 10);
+    expect(await jobs.completeMany(connection, { leases: leasesOf(completed) })).toEqual(
+      acceptedBut3(completed, () => 'done', 'stale'),
+    );
+    const renewed = ids.slice(10);
+    const renewals = await jobs.heartbeatMany(connection, { leases: leasesOf(renewed), leaseMs: 30_000 });
+    expect(renewals.map((leaseUntil) => leaseUntil instanceof Date)).toEqual(acceptedBut3(renewed, () => true, false));
+
+    for (const marker of ["SET state = 'done'", 'SET lease_until']) {
+      const plan = nestedPlans(plans, marker);
+      expect(plan).toHaveLength(1);
+      expect(plan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash|jobs_running_lease_idx/);
+      expect(plan[0]).toMatch(/Index Scan using jobs_pkey on jobs j [^\n]*\n\s+Index Cond: \(id = l\.id\)/);
+    }
   });
 
   it('answers the same jobs through the stored claim as through the statement it wraps', async () => {

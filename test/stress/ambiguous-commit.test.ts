@@ -36,6 +36,11 @@ async function commitCuttingProxy(): Promise<{ proxy: CommitCuttingProxy; url: s
   return { proxy, url: target.toString() };
 }
 
+// A completion: the stored function (src/store/postgres/stored-statements.ts), or the statement
+// that marks rows done, as a completion inside the caller's transaction still sends it.
+const isCompletion = (sql: string) =>
+  sql.includes("SET state = 'done'") || /\."complete_jobs_[0-9a-f]{12}"\(/.test(sql);
+
 describe('ambiguous commits on PostgreSQL', () => {
   let db: TestDatabase;
   let proxy: CommitCuttingProxy;
@@ -67,7 +72,7 @@ describe('ambiguous commits on PostgreSQL', () => {
 
   it('leaves a job done once, with no extra attempt, when a hidden complete is retried', async () => {
     const lease = await claimOne();
-    const cut = proxy.arm((sql) => sql.includes("SET state = 'done'"));
+    const cut = proxy.arm(isCompletion);
     await expect(viaProxy.jobComplete(lease)).rejects.toThrow();
     expect((await cut).failed).toBe(false);
     await viaProxy.jobComplete(lease);
@@ -78,7 +83,7 @@ describe('ambiguous commits on PostgreSQL', () => {
   // Completion is idempotent for the claim that made it, so the worker hears 'done', not 'stale'.
   it('answers done, not stale, to the retry of a complete that committed', async () => {
     const lease = await claimOne();
-    const cut = proxy.arm((sql) => sql.includes("SET state = 'done'"));
+    const cut = proxy.arm(isCompletion);
     await expect(viaProxy.jobComplete(lease)).rejects.toThrow();
     await cut;
     expect(await viaProxy.jobComplete(lease)).toBe('done');

@@ -862,7 +862,7 @@ class ChaosRun {
       }
       case 'cutComplete': {
         void this.workerProxy
-          ?.arm((sql) => sql.includes("SET state = 'done'"))
+          ?.arm((sql) => sql.includes("SET state = 'done'") || /\."complete_jobs_[0-9a-f]{12}"\(/.test(sql))
           .then((cut) => this.faults.push({ type: 'cut', at: cut.at, detail: 'complete' }));
         return;
       }

@@ -65,13 +65,23 @@ export class PostgresJobQueries {
   private readonly sql: ReturnType<typeof buildSql>;
 
   /**
-   * insertWithIds as a function, planned once per connection (stored-statements.ts): the statement
-   * every group-committed single submit sends. Not completeMany: a join of the jobs table with
-   * its input, whose plan cached while the table was empty (one row estimated running) reads
-   * every running row per completion once the table is busy; planned per call, it finds each
-   * row by its id.
+   * Statements kept as functions, planned once per connection (stored-statements.ts).
+   * insertWithIds: the statement every group-committed single submit sends.
+   * completeMany (and heartbeatMany, its twin for lease renewals): every finished job's write.
+   * Sent as a plain statement, it was planned per call
+   * from the table's statistics, and the planner preferred a bitmap scan of the running-lease
+   * index joined by hash: that reads every running row per batch, and every dead entry the index
+   * keeps for jobs finished since the last VACUUM (a bitmap scan never marks them dead). At 2,000
+   * jobs in flight the completions cost the database 55-65 us a job instead of about 17. The
+   * stored plan is the one decision 0013's settings leave: each batch element finds its row by
+   * id in the primary key (test/store/postgres-stored-statements.test.ts reads it, cached while
+   * the table was empty and used once it holds thousands of running rows).
    */
-  private readonly stored: { insertWithIds: StoredStatement };
+  private readonly stored: {
+    insertWithIds: StoredStatement;
+    completeMany: StoredStatement;
+    heartbeatMany: StoredStatement;
+  };
 
   constructor(schemaName: string) {
     const schema = quoteIdentifier(schemaName);
@@ -98,12 +108,24 @@ export class PostgresJobQueries {
         returns: 'written bigint, now timestamptz, woke bigint',
         sql: this.sql.insertWithIds,
       }),
+      completeMany: storedStatement(schema, {
+        prefix: 'complete_jobs',
+        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]'],
+        returns: 'done integer, ords text',
+        sql: this.sql.completeMany,
+      }),
+      heartbeatMany: storedStatement(schema, {
+        prefix: 'heartbeat_jobs',
+        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]', 'double precision'],
+        returns: 'ord bigint, lease_until timestamptz',
+        sql: this.sql.heartbeatMany,
+      }),
     };
   }
 
   /** The functions this class calls, for the store to create when it opens. */
   get storedStatements(): readonly StoredStatement[] {
-    return [this.stored.insertWithIds];
+    return [this.stored.insertWithIds, this.stored.completeMany, this.stored.heartbeatMany];
   }
 
   /** The database's current time. */
@@ -246,7 +268,7 @@ export class PostgresJobQueries {
     const out: (Date | null)[] = params.leases.map(() => null);
     const batch = leaseBatch(params.leases);
     if (batch.indexes.length === 0) return out;
-    const result = await db.query<{ ord: string; lease_until: Date }>(this.sql.heartbeatMany, [
+    const result = await db.query<{ ord: string; lease_until: Date }>(this.stored.heartbeatMany.callSql, [
       pinned(params.now),
       ...leaseBatchParams(batch),
       params.leaseMs,
@@ -260,7 +282,7 @@ export class PostgresJobQueries {
     const out: CompleteOutcome[] = params.leases.map(() => 'stale');
     const batch = leaseBatch(params.leases);
     if (batch.indexes.length === 0) return out;
-    const result = await db.query<{ done: number; ords: string | null }>(this.sql.completeMany, [
+    const result = await db.query<{ done: number; ords: string | null }>(this.stored.completeMany.callSql, [
       pinned(params.now),
       ...leaseBatchParams(batch),
     ]);
@@ -567,12 +589,13 @@ function buildSql(s: string, channel: string) {
      * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
      *   fenced by the token alone), $5 lease ms.
      * Result: ord (1-based input position) and the new lease_until for each extended lease only.
+     * Plan: each element's row by id in the primary key, as completeMany (the "C" collation there).
      */
     heartbeatMany: `
       UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$5')}
       FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
       WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')}
-        AND j.state = 'running' AND j.lease_until > ${NOW}
+        AND j.state = 'running' COLLATE "C" AND j.lease_until > ${NOW}
       RETURNING l.ord, j.lease_until`,
 
     /**
@@ -582,12 +605,18 @@ function buildSql(s: string, channel: string) {
      * Result: one row: done (how many were accepted) and ords (their 1-based input positions,
      *   comma-separated; NULL when none was). One row rather than one per job: a drain completes
      *   every job, and a row each was parsed into an object each.
+     * Plan: for each element, its row by id in the primary key; nothing else can be planned. The
+     *   state test compares under the "C" collation, which for equality means exactly what the
+     *   column's own does (both compare bytes), but matches no index and proves no partial
+     *   index's predicate: so no plan can reach the rows through the running-lease index or the
+     *   (state, queue, id) index and join them with the batch afterwards, which a plan cached
+     *   while the table was empty would (it estimates one running row).
      */
     completeMany: `
       WITH accepted AS (
         UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
         FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running'
+        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
         RETURNING l.ord
       )
       SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,
