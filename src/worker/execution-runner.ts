@@ -49,10 +49,6 @@ export class ExecutionRunner implements JobExecutionHooks {
   /** Executions whose handler holds a slot (state running or handed_over). */
   private holdingSlots = 0;
   private handlersIdle: (() => void) | undefined;
-  /** Told when a handler settles after its cut-off (its result is discarded); one closure for all jobs. */
-  private readonly countDiscarded = (): void => {
-    this.deps.report.counters.discarded += 1;
-  };
 
   constructor(private readonly deps: ExecutionRunnerDependencies) {}
 
@@ -88,9 +84,7 @@ export class ExecutionRunner implements JobExecutionHooks {
     const ctx = new WorkerJobContext(job, execution.abort, deps.logger, (transaction) =>
       deps.outcomes.completeInTransaction(execution, transaction),
     );
-    void invokeHandler(handler, job, ctx, execution.abort, this.countDiscarded).then((outcome) =>
-      this.afterHandler(execution, outcome),
-    );
+    invokeHandler(handler, job, ctx, execution.abort, execution);
   }
 
   /** The job running (or finishing) here under `lease`, if any. */
@@ -129,12 +123,13 @@ export class ExecutionRunner implements JobExecutionHooks {
   }
 
   /**
-   * The handler settled: starts the write its execution says is due. A failed attempt's write is
+   * {@link JobExecutionHooks.onHandlerSettled}: the handler settled (or was cut off first): starts
+   * the write its execution says is due. A failed attempt's write is
    * tracked (shutdown waits for it); a completion joins the completer's next batch, which shutdown
    * drains, and {@link completionWritten} hears the verdict. Nothing here is a promise per job on
    * the common path: a drain completes every job, and each promise layer was garbage.
    */
-  private afterHandler(execution: JobExecution, outcome: HandlerOutcome): void {
+  onHandlerSettled(execution: JobExecution, outcome: HandlerOutcome): void {
     const { deps } = this;
     try {
       const action = execution.settle(outcome);
@@ -151,7 +146,7 @@ export class ExecutionRunner implements JobExecutionHooks {
     }
   }
 
-  /** What became of a completion {@link afterHandler} queued (one function for every job). */
+  /** What became of a completion {@link onHandlerSettled} queued (one function for every job). */
   private readonly completionWritten = (execution: JobExecution, result: CompletionResult): void => {
     const { report } = this.deps;
     execution.finish();
@@ -159,6 +154,11 @@ export class ExecutionRunner implements JobExecutionHooks {
     else if (result === 'stale') report.stale(execution.job, 'complete');
     else report.counters.discarded += 1;
   };
+
+  /** {@link JobExecutionHooks.onHandlerSettledLate}: a handler settled after its cut-off; its result is discarded. */
+  onHandlerSettledLate(): void {
+    this.deps.report.counters.discarded += 1;
+  }
 
   /** {@link JobExecutionHooks.onSlotFreed}: one handler fewer holds a slot. */
   onSlotFreed(execution: JobExecution): void {

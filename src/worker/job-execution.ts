@@ -19,7 +19,7 @@
 import type { Clock, ClockTimer } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
-import type { HandlerOutcome } from './job-executor.js';
+import type { HandlerOutcome, InvocationListener } from './job-executor.js';
 import { InvocationAbort } from './job-executor.js';
 import type { AbortReason } from './job-handler.js';
 import { JobAbortError } from './job-handler.js';
@@ -65,10 +65,17 @@ export interface JobExecutionHooks {
   onSlotFreed(execution: JobExecution): void;
   /** Nothing more will be written for this execution; called once. */
   onFinished(execution: JobExecution): void;
+  /** The handler's invocation ended with `outcome` (or was cut off first); called once. */
+  onHandlerSettled(execution: JobExecution, outcome: HandlerOutcome): void;
+  /** The handler settled after it was cut off; its result is discarded. */
+  onHandlerSettledLate(execution: JobExecution): void;
 }
 
-/** One claimed job running (or finishing) on this worker. */
-export class JobExecution {
+/**
+ * One claimed job running (or finishing) on this worker. It hears its own handler's invocation
+ * (passing it on to its hooks), so a job's run needs no listener object or closure of its own.
+ */
+export class JobExecution implements InvocationListener {
   /** The lease key ({@link LeaseRenewer.key}): `<id>:<token>`. */
   readonly key: string;
   /** The handler's cut-off switch. */
@@ -128,6 +135,16 @@ export class JobExecution {
       this.timeoutTimer = undefined;
       if (this.current === 'running') onTimeout();
     }, this.job.timeoutMs);
+  }
+
+  /** {@link InvocationListener.handlerSettled}: passed on to the hooks, which call {@link settle}. */
+  handlerSettled(outcome: HandlerOutcome): void {
+    this.hooks.onHandlerSettled(this, outcome);
+  }
+
+  /** {@link InvocationListener.handlerSettledLate}: passed on to the hooks. */
+  handlerSettledLate(): void {
+    this.hooks.onHandlerSettledLate(this);
   }
 
   /** No handler could be run: straight to recording the failed attempt. */

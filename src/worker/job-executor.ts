@@ -53,6 +53,11 @@ export function describeThrown(thrown: unknown): { message: string; detail: stri
   return { message: message.slice(0, MAX_ERROR_MESSAGE), detail: undefined };
 }
 
+/** What an {@link InvocationAbort} tells when it cuts its invocation off (the invocation itself). */
+export interface CutOffListener {
+  cutOff(): void;
+}
+
 /**
  * The cut-off switch of one invocation. Its AbortSignal is created only when the handler reads
  * `ctx.signal` (already aborted if the cut-off came first): an AbortController and its listeners
@@ -61,7 +66,7 @@ export function describeThrown(thrown: unknown): { message: string; detail: stri
 export class InvocationAbort {
   private controller: AbortController | undefined;
   private error: JobAbortError | undefined;
-  private listener: (() => void) | undefined;
+  private listener: CutOffListener | undefined;
 
   /** The handler's signal, created on first use. */
   get signal(): AbortSignal {
@@ -84,11 +89,11 @@ export class InvocationAbort {
     this.controller?.abort(error);
     const listener = this.listener;
     this.listener = undefined;
-    listener?.();
+    listener?.cutOff();
   }
 
-  /** Sets the one listener told on cut-off (the invoker's). */
-  onAbort(listener: (() => void) | undefined): void {
+  /** Sets the one listener told on cut-off (the invocation's). */
+  onAbort(listener: CutOffListener | undefined): void {
     this.listener = listener;
   }
 }
@@ -144,31 +149,44 @@ export class WorkerJobContext implements JobContext {
   }
 }
 
+/** Who hears how an invocation ended ({@link invokeHandler}). */
+export interface InvocationListener {
+  /** The invocation ended: the handler settled, or it was cut off first. Told once, never synchronously. */
+  handlerSettled(outcome: HandlerOutcome): void;
+  /** The handler settled after it was cut off: its result is discarded. Told at most once. */
+  handlerSettledLate(): void;
+}
+
 /**
- * Invokes `handler` and resolves when it settles or when `abort` cuts it off, whichever is first.
- * `onLateSettle` is told when a handler settles after it was cut off: its result is discarded.
+ * Invokes `handler` and tells `listener` when it settles or when `abort` cuts it off, whichever is
+ * first (and, when the handler settles after a cut-off, that it did).
+ *
+ * A callback, not a promise: per job this allocates one invocation and the two functions the
+ * handler's promise is given, where a promise of its own (with its resolving functions and
+ * executor), closures for the race against the cut-off and the caller's `.then` layer were about
+ * 0.7 KB of garbage a job, and a drain's collections grow with its garbage (bench/worker-cpu.ts).
  */
 export function invokeHandler(
   handler: JobHandler<never>,
   job: ClaimedJob,
   ctx: JobContext,
   abort: InvocationAbort,
-  onLateSettle: () => void,
-): Promise<HandlerOutcome> {
-  // One promise of its own per job (it was three layers: a settled promise, a race around it and
-  // Promise.resolve of the result): a busy worker runs tens of thousands of these a second.
-  return new Promise<HandlerOutcome>((resolve) => {
-    let done = false;
-    let reportLate = true;
-    const handlerSettled = (outcome: HandlerOutcome): void => {
-      abort.onAbort(undefined);
-      if (done) {
-        if (reportLate) onLateSettle();
-        return;
-      }
-      done = true;
-      resolve(outcome);
-    };
+  listener: InvocationListener,
+): void {
+  new HandlerInvocation(abort, listener).start(handler, job, ctx);
+}
+
+/** One handler call and the race between its settling and its cut-off. */
+class HandlerInvocation implements CutOffListener {
+  private done = false;
+  private reportLate = true;
+
+  constructor(
+    private readonly abort: InvocationAbort,
+    private readonly listener: InvocationListener,
+  ) {}
+
+  start(handler: JobHandler<never>, job: ClaimedJob, ctx: JobContext): void {
     // A synchronous throw is a failure like a rejection, never an exception out of the worker.
     let result: unknown;
     let threw = false;
@@ -178,30 +196,52 @@ export function invokeHandler(
       threw = true;
       result = thrown;
     }
-    if (abort.aborted) {
+    if (this.abort.aborted) {
       // Cut off while the handler was being called: whatever it does later is not reported.
-      done = true;
-      reportLate = false;
-      resolve({ kind: 'aborted' });
-    } else {
-      abort.onAbort(() => {
-        if (done) return;
-        done = true;
-        resolve({ kind: 'aborted' });
-      });
+      this.done = true;
+      this.reportLate = false;
+      queueMicrotask(() => this.listener.handlerSettled(ABORTED));
+      return;
     }
-    if (threw) {
-      handlerSettled(threwOutcome(result));
-    } else if (isThenable(result)) {
-      Promise.resolve(result).then(
-        () => handlerSettled(RETURNED),
-        (thrown: unknown) => handlerSettled(threwOutcome(thrown)),
-      );
-    } else {
-      handlerSettled(RETURNED);
+    if (threw || !isThenable(result)) {
+      // Settled synchronously, so no cut-off can come first; told on a microtask all the same, so
+      // the listener never runs inside the call that started the job (where the worker is still
+      // starting the jobs it buffered).
+      this.done = true;
+      const outcome = threw ? threwOutcome(result) : RETURNED;
+      queueMicrotask(() => this.listener.handlerSettled(outcome));
+      return;
     }
-  });
+    this.abort.onAbort(this);
+    // A native promise (an async handler's) is used as it is: no promise of our own. (Inline
+    // arrows, not class fields: tsx, which the benchmarks and tests run through, names every
+    // function stored in a field with a property definition per instance.)
+    Promise.resolve(result).then(
+      () => this.handlerSettled(RETURNED),
+      (thrown: unknown) => this.handlerSettled(threwOutcome(thrown)),
+    );
+  }
+
+  /** {@link CutOffListener.cutOff}: the cut-off came first, unless the handler already settled. */
+  cutOff(): void {
+    if (this.done) return;
+    this.done = true;
+    queueMicrotask(() => this.listener.handlerSettled(ABORTED));
+  }
+
+  private handlerSettled(outcome: HandlerOutcome): void {
+    this.abort.onAbort(undefined);
+    if (this.done) {
+      if (this.reportLate) this.listener.handlerSettledLate();
+      return;
+    }
+    this.done = true;
+    this.listener.handlerSettled(outcome);
+  }
 }
+
+/** The outcome of an invocation cut off before its handler settled (shared). */
+const ABORTED: HandlerOutcome = Object.freeze({ kind: 'aborted' });
 
 /** The outcome of a handler that returned (shared: it carries nothing of its own). */
 const RETURNED: HandlerOutcome = Object.freeze({ kind: 'returned' });

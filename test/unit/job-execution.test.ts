@@ -42,9 +42,11 @@ function setUp(overrides: Partial<ClaimedJob> = {}) {
   const clock = new ManualClock(1_000_000);
   const calls: string[] = [];
   const job = claimedJob(overrides);
-  const execution = new JobExecution(job, { id: job.id, token: job.token }, clock, {
+  const execution: JobExecution = new JobExecution(job, { id: job.id, token: job.token }, clock, {
     onSlotFreed: () => calls.push(`slotFreed:${execution.state}`),
     onFinished: () => calls.push('finished'),
+    onHandlerSettled: (_execution, outcome) => calls.push(`handlerSettled:${outcome.kind}`),
+    onHandlerSettledLate: () => calls.push('handlerSettledLate'),
   });
   return { clock, calls, execution };
 }

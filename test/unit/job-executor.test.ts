@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ClaimedJob } from '../../src/job/job.js';
-import { InvocationAbort, invokeHandler, WorkerJobContext } from '../../src/worker/job-executor.js';
+import {
+  type HandlerOutcome,
+  InvocationAbort,
+  invokeHandler,
+  WorkerJobContext,
+} from '../../src/worker/job-executor.js';
 import type { JobContext, JobHandler } from '../../src/worker/job-handler.js';
 import { JobAbortError } from '../../src/worker/job-handler.js';
 import type { Logger } from '../../src/worker/logger.js';
@@ -30,14 +35,30 @@ const logger: Logger = {
   error: () => {},
 };
 
-function invoke(handler: (payload: unknown, ctx: JobContext) => unknown) {
-  const abort = new InvocationAbort();
+/**
+ * Invokes `handler` with a listener that records what it is told: `outcome` resolves with the
+ * first outcome, `outcomes()` is every one (there must be exactly one), `late()` counts late settles.
+ */
+function invoke(handler: (payload: unknown, ctx: JobContext) => unknown, abort = new InvocationAbort()) {
   const ctx = new WorkerJobContext(job, abort, logger, async () => {});
+  const told: HandlerOutcome[] = [];
   let late = 0;
-  const outcome = invokeHandler(handler as JobHandler<never>, job, ctx, abort, () => {
-    late += 1;
+  let resolveOutcome: (outcome: HandlerOutcome) => void = () => {};
+  const outcome = new Promise<HandlerOutcome>((resolve) => (resolveOutcome = resolve));
+  let returnedFromInvoke = false;
+  invokeHandler(handler as JobHandler<never>, job, ctx, abort, {
+    handlerSettled(settled) {
+      // Never told inside invokeHandler itself: the worker starts its next jobs there.
+      expect(returnedFromInvoke).toBe(true);
+      told.push(settled);
+      resolveOutcome(settled);
+    },
+    handlerSettledLate() {
+      late += 1;
+    },
   });
-  return { abort, ctx, outcome, late: () => late };
+  returnedFromInvoke = true;
+  return { abort, ctx, outcome, outcomes: () => told, late: () => late };
 }
 
 /** Lets promise callbacks run. */
@@ -85,23 +106,33 @@ describe('invokeHandler', () => {
 
   it('resolves aborted, reporting nothing later, when the cut-off comes while the handler is being called', async () => {
     const abort = new InvocationAbort();
-    let late = 0;
     const cutOffDuringCall = () => {
       abort.abort(new JobAbortError('lease_lost', 'lost'));
       return Promise.resolve();
     };
-    const outcome = invokeHandler(
-      cutOffDuringCall as JobHandler<never>,
-      job,
-      new WorkerJobContext(job, abort, logger, async () => {}),
-      abort,
-      () => {
-        late += 1;
-      },
-    );
+    const { outcome, outcomes, late } = invoke(cutOffDuringCall, abort);
     expect(await outcome).toEqual({ kind: 'aborted' });
     await settle();
-    expect(late).toBe(0);
+    expect(late()).toBe(0);
+    expect(outcomes()).toEqual([{ kind: 'aborted' }]);
+  });
+
+  it('tells one outcome per invocation, whatever comes after it', async () => {
+    // A synchronous return is final: a cut-off right after it changes nothing.
+    const sync = invoke(() => 'value');
+    sync.abort.abort(new JobAbortError('shutdown', 'stopping'));
+    await settle();
+    expect(sync.outcomes()).toEqual([{ kind: 'returned' }]);
+    expect(sync.late()).toBe(0);
+    // A cut-off, then the handler's rejection: one aborted outcome, one late settle.
+    let fail: (error: Error) => void = () => {};
+    const cut = invoke(() => new Promise<void>((_resolve, reject) => (fail = reject)));
+    cut.abort.abort(new JobAbortError('timeout', 'too slow'));
+    cut.abort.abort(new JobAbortError('shutdown', 'stopping'));
+    fail(new Error('late failure'));
+    await settle();
+    expect(cut.outcomes()).toEqual([{ kind: 'aborted' }]);
+    expect(cut.late()).toBe(1);
   });
 });
 
