@@ -26,8 +26,17 @@
  */
 import type { Clock } from '../clock/clock.js';
 
-/** Largest automatic buffer: graphile-worker's published local queue size, and the tuned bench setting. */
-export const AUTO_PREFETCH_MAX = 500;
+/**
+ * Largest automatic buffer: two claims of {@link AUTO_CLAIM_PREFETCH}, so that on a deep backlog
+ * the next claim is on its way while the last one's jobs run (see worker-options.ts).
+ */
+export const AUTO_PREFETCH_MAX = 1000;
+/**
+ * What a claim leases beyond the free slots under the automatic prefetch (the default
+ * `claimBatchSize` is concurrency plus this): graphile-worker's published local queue size, and
+ * the bench's tuned setting. Half of {@link AUTO_PREFETCH_MAX}, so two claims fit in flight.
+ */
+export const AUTO_CLAIM_PREFETCH = 500;
 /** A buffered job should start within about this long: the target buffer is the jobs finished in it. */
 export const AUTO_PREFETCH_WINDOW_MS = 250;
 /** Settles are counted in buckets of this length (the rate: see ratePerSecond). */

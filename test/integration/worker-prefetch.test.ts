@@ -23,6 +23,49 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
       /prefetch must be an integer or 'auto', got "max"/,
     );
     expect(docket.worker({ concurrency: 4, prefetch: 6 }).options.claimBatchSize).toBe(10);
+    // 'auto' may buffer up to two claims' worth (1,000) but claims the slots plus 500 at a time,
+    // so on a deep backlog a second claim fits in flight beside the first.
+    const auto = docket.worker({ concurrency: 24 }).options;
+    expect([auto.prefetchAuto, auto.prefetch, auto.claimBatchSize, auto.maxConcurrentClaims]).toEqual([
+      true,
+      1000,
+      524,
+      2,
+    ]);
+  });
+
+  it('with room for two claims, keeps the next one in flight while the last one is leased, and runs each once', async () => {
+    const docket = await open();
+    const runs = new Map<number, number>();
+    docket.handle<{ i: number }>('prefetch.pipelined', async (payload) => {
+      runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
+    });
+    const total = 4000;
+    await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind: 'prefetch.pipelined', payload: { i } })));
+    // What 'auto' is at its ceiling: room for the slots plus 1,000, claims of the slots plus 500.
+    const store = docket.store;
+    const claim = store.jobClaim.bind(store);
+    let inFlight = 0;
+    let mostInFlight = 0;
+    let largestClaim = 0;
+    store.jobClaim = async (params) => {
+      inFlight += 1;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      largestClaim = Math.max(largestClaim, params.limit);
+      try {
+        return await claim(params);
+      } finally {
+        inFlight -= 1;
+      }
+    };
+    const worker = docket.worker({ ...QUICK, concurrency: 4, prefetch: 1000, claimBatchSize: 504 });
+    await worker.start();
+    await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
+    await worker.stop();
+    expect(mostInFlight).toBe(2);
+    expect(largestClaim).toBe(504);
+    expect(runs.size).toBe(total);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
   });
 
   it('leases prefetched jobs ahead of free slots, keeps their leases alive and runs each once', async () => {
