@@ -394,6 +394,34 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
       expect(second?.errors).toHaveLength(1);
       expect(second).toEqual(await mustGet(id));
     });
+
+    it('gives every job of one claim its own retry policy, which no other claimed job can change', async () => {
+      // A claim parses each run of equal policy texts once, and that run's jobs share the parsed
+      // policy: interleaved policies must still land on their own jobs, and a change made through
+      // one job (refused or not) must never reach another job's backoff.
+      const q = nextQueue();
+      const slow = { baseDelayMs: 5000, factor: 3 };
+      const extras = [{}, {}, { retry: slow }, {}, { retry: slow }, { retry: slow }, {}];
+      await store.jobSubmit({
+        jobs: extras.map((extra, n) => spec({ kind: 'conf.claim-policy', queue: q, payload: { n }, ...extra })),
+        now: t(0),
+      });
+      const claimed = await store.jobClaim({ owner: 'w', limit: 10, leaseMs: LEASE_MS, queues: [q], now: t(1) });
+      const expected = extras.map((extra) =>
+        'retry' in extra ? { ...DEFAULT_RETRY_POLICY, ...slow } : DEFAULT_RETRY_POLICY,
+      );
+      expect(claimed.map((job) => job.payload)).toEqual(extras.map((_, n) => ({ n })));
+      expect(claimed.map((job) => job.retryPolicy)).toEqual(expected);
+      for (const job of claimed) {
+        try {
+          (job.retryPolicy as { factor: number }).factor = 99;
+        } catch {
+          // A read-only policy refuses the change: as good as keeping it to this job.
+        }
+        const others = claimed.filter((other) => other !== job);
+        expect(others.map((other) => other.retryPolicy)).toEqual(expected.filter((_, n) => claimed[n] !== job));
+      }
+    });
   });
 
   describe('jobHeartbeat', () => {

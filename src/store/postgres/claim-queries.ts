@@ -6,16 +6,17 @@
  * policy (planClaimedRuns in ../schedule-plan.ts); the store runs it between the two.
  */
 import type { ClaimedJob } from '../../job/job.js';
+import { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
 import { JOB_COLUMNS } from '../job-columns.js';
 import type { JobClaimParams } from '../store.js';
 import { LEASE_EXPIRED_MESSAGE } from '../store-params.js';
-import { epochValuesToJob } from './job-row.js';
+import { claimedValuesToJob } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
   type ArrayQueryable,
+  claimedColumnsOf,
+  claimedColumnTypes,
   columnsOf,
-  epochColumnsOf,
-  epochColumnTypes,
   errorEntry,
   intervalMs,
   kindAllowed,
@@ -28,7 +29,7 @@ import {
 } from './sql-fragments.js';
 import { type StoredStatement, storedStatement } from './stored-statements.js';
 
-/** Where a claim row's needs_transaction flag sits: after the job columns (epochColumnsOf). */
+/** Where a claim row's needs_transaction flag sits: after the job columns (claimedColumnsOf). */
 const NEEDS_TRANSACTION_AT = JOB_COLUMNS.length;
 
 /**
@@ -49,7 +50,7 @@ export class PostgresClaimQueries {
     this.claimPendingStored = storedStatement(schema, {
       prefix: 'claim_pending',
       parameterTypes: ['timestamptz', 'text', 'bigint', 'double precision', 'text[]', 'text[]', 'text[]'],
-      returns: `${epochColumnTypes()}, needs_transaction boolean`,
+      returns: `${claimedColumnTypes()}, needs_transaction boolean`,
       sql: this.sql.claimPendingOnly,
     });
   }
@@ -81,7 +82,8 @@ export class PostgresClaimQueries {
     // The job columns, then needs_transaction (true only on the one all-NULL row of a deferral).
     const needsTransaction = rows[0]?.[NEEDS_TRANSACTION_AT] === true;
     const jobs: ClaimedJob[] = [];
-    for (const row of rows) if (row[0] !== null) jobs.push(epochValuesToJob(row) as ClaimedJob);
+    const policies = new ClaimedRetryPolicies();
+    for (const row of rows) if (row[0] !== null) jobs.push(claimedValuesToJob(row, params.owner, policies));
     return { jobs, needsTransaction };
   }
 
@@ -114,7 +116,8 @@ export class PostgresClaimQueries {
       values: this.claimParams(params),
       rowMode: 'array',
     });
-    return result.rows.map((row) => epochValuesToJob(row) as ClaimedJob);
+    const policies = new ClaimedRetryPolicies();
+    return result.rows.map((row) => claimedValuesToJob(row, params.owner, policies));
   }
 
   private claimParams(params: JobClaimParams): unknown[] {
@@ -198,10 +201,10 @@ function buildClaimSql(s: string) {
 `;
     const result =
       mode === 'fast'
-        ? `SELECT ${epochColumnsOf('cl')}, b.needs_transaction
+        ? `SELECT ${claimedColumnsOf('cl')}, b.needs_transaction
       FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
       ORDER BY cl.priority, cl.run_at, cl.id`
-        : `SELECT ${epochColumnsOf('cl')} FROM claimed cl ORDER BY cl.priority, cl.run_at, cl.id`;
+        : `SELECT ${claimedColumnsOf('cl')} FROM claimed cl ORDER BY cl.priority, cl.run_at, cl.id`;
     return `
       WITH RECURSIVE ${pendingTriplesCte(jobs, '$5')},
       due AS (
@@ -247,7 +250,7 @@ ${lapsed ? parkingCtes : ''}      claimed AS (
      *   lapsed leases are taken over and exhausted ones parked in this claim (false: the `lapsed`
      *   and `exhausted` CTEs reduce to a one-time filter and read nothing).
      * Result: the claimed rows after the update (state running, new token and attempts; every
-     *   timestamp as epoch milliseconds, see epochColumnsOf), ordered by priority, run_at, id, each
+     *   column in the form claimedColumnsOf gives it), ordered by priority, run_at, id, each
      *   with `needs_transaction` false; or, when a chosen candidate
      *   is a recurring run, no claim at all and one all-NULL row with `needs_transaction` true.
      * Plan (docs/decisions/0006-kind-aware-claims.md): (1) loose index scan for the distinct

@@ -2,7 +2,8 @@
  * The one place where PostgreSQL rows (snake_case, int8 as text, timestamptz as Date, jsonb
  * parsed) become Docket's records (camelCase), and where job ids become SQL parameters.
  */
-import type { AttemptError, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import type { AttemptError, ClaimedJob, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import type { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
 import { JOB_COLUMN_AT as AT, type JOB_COLUMNS } from '../job-columns.js';
 import { parseJobId } from '../store-params.js';
 
@@ -55,31 +56,38 @@ function epochDate(value: unknown): Date | null {
 }
 
 /**
- * A claimed row, read in pg's array mode (`rowMode: 'array'`), as a {@link Job}: the values in
- * {@link JOB_COLUMNS} order (epochColumnsOf), each already parsed by pg's type parsers, the
- * timestamps as epoch-milliseconds text. The Dates equal those pg would parse from the
- * timestamptz: both drop the microseconds toward negative infinity (floor in SQL; pg builds the
- * Date from whole milliseconds of the second). Array mode spares the claim's hottest loop a keyed
- * 22-property object per row that was then converted again; the effect on a whole drain is within
- * this machine's noise (docs/benchmarks.md, issue 17). Keep it field for field with
- * {@link rowToJob}: the conformance suite checks that a claimed job equals the same job read back.
+ * A claimed row, read in pg's array mode (`rowMode: 'array'`), as a {@link ClaimedJob}: the values
+ * in {@link JOB_COLUMNS} order, in the forms claimedColumnsOf (sql-fragments.ts) gives them, each
+ * already parsed by pg's type parsers. Put back here: the state and owner the claim set ('running'
+ * and `owner`, the claim's owner parameter), the retry policy (JSON text, parsed by `policies`, one
+ * per claim) and an empty errors list (NULL). The timestamps come as epoch-milliseconds text; the
+ * Dates equal those pg would parse from the timestamptz: both drop the microseconds toward
+ * negative infinity (floor in SQL; pg builds the Date from whole milliseconds of the second).
+ * Array mode spares the claim's hottest loop a keyed 22-property object per row that was then
+ * converted again. Keep it field for field with {@link rowToJob}: the conformance suite checks that
+ * a claimed job equals the same job read back.
  */
-export function epochValuesToJob(values: readonly unknown[]): Job {
+export function claimedValuesToJob(
+  values: readonly unknown[],
+  owner: string,
+  policies: ClaimedRetryPolicies,
+): ClaimedJob {
+  const errors = values[AT.errors] as StoredAttemptError[] | null;
   return {
     id: String(values[AT.id]),
     kind: values[AT.kind] as string,
     queue: values[AT.queue] as string,
     payload: values[AT.payload] as JsonValue,
     priority: values[AT.priority] as number,
-    state: values[AT.state] as JobState,
+    state: 'running',
     runAt: epochDate(values[AT.run_at]) as Date,
-    leaseUntil: epochDate(values[AT.lease_until]),
-    leaseOwner: values[AT.lease_owner] as string | null,
+    leaseUntil: epochDate(values[AT.lease_until]) as Date,
+    leaseOwner: owner,
     token: values[AT.token] as number,
     attempts: values[AT.attempts] as number,
     maxAttempts: values[AT.max_attempts] as number,
-    retryPolicy: values[AT.retry_policy] as RetryPolicy,
-    errors: attemptErrors(values[AT.errors] as StoredAttemptError[]),
+    retryPolicy: policies.parse(values[AT.retry_policy] as string),
+    errors: errors === null ? [] : attemptErrors(errors),
     idempotencyKey: values[AT.idempotency_key] as string | null,
     timeoutMs: values[AT.timeout_ms] as number | null,
     scheduleId: values[AT.schedule_id] as string | null,

@@ -5,7 +5,7 @@
  * already-quoted schema; none runs anything.
  */
 import type pg from 'pg';
-import { JOB_COLUMNS } from '../job-columns.js';
+import { JOB_COLUMNS, type JobColumn } from '../job-columns.js';
 import { JOB_COLUMN_TYPES, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
 
 /** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
@@ -40,23 +40,41 @@ export function columnsOf(alias: string): string {
   return JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
 }
 
-const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set(JOB_TIMESTAMP_COLUMNS);
+/**
+ * How a claim answers a job column, where that differs from the column itself. Timestamps come
+ * as epoch milliseconds ({@link epochMsText}), because pg parses a timestamptz with a regular
+ * expression per value. The rest spares the worker's hottest loop a string or a parse per row
+ * (claimedValuesToJob, job-row.ts, puts back what is left out): `state` and `lease_owner` are
+ * what the claim's UPDATE just set ('running', its owner parameter), so they are not sent; the
+ * retry policy comes as JSON text, parsed once per run of equal texts (ClaimedRetryPolicies);
+ * an empty errors list (every first attempt) comes as NULL instead of a JSON array to parse.
+ */
+const CLAIMED_COLUMN_FORMS: { readonly [column in JobColumn]?: { sql: (value: string) => string; type: string } } = {
+  state: { sql: () => 'NULL::text', type: 'text' },
+  lease_owner: { sql: () => 'NULL::text', type: 'text' },
+  retry_policy: { sql: (value) => `${value}::text`, type: 'text' },
+  errors: { sql: (value) => `nullif(${value}, '[]'::jsonb)`, type: 'jsonb' },
+  ...Object.fromEntries(
+    JOB_TIMESTAMP_COLUMNS.map((column) => [column, { sql: (value: string) => epochMsText(value), type: 'text' }]),
+  ),
+};
 
 /**
- * {@link columnsOf} with each timestamptz column as its epoch milliseconds ({@link epochMsText}), under
- * the column's own name, for rows read back with epochValuesToJob. Sort by the qualified columns
- * (`alias.run_at`), not the output names, to keep the microseconds in the order.
+ * Every job column of a claimed row, in JOB_COLUMNS order, each under its own name and in the
+ * form {@link CLAIMED_COLUMN_FORMS} gives it, for rows read back with claimedValuesToJob. Sort by
+ * the qualified columns (`alias.run_at`), not the output names, to keep the microseconds in the order.
  */
-export function epochColumnsOf(alias: string): string {
-  return JOB_COLUMNS.map((column) =>
-    TIMESTAMP_COLUMNS.has(column) ? `${epochMsText(`${alias}.${column}`)} AS ${column}` : `${alias}.${column}`,
-  ).join(', ');
+export function claimedColumnsOf(alias: string): string {
+  return JOB_COLUMNS.map((column) => {
+    const form = CLAIMED_COLUMN_FORMS[column];
+    return form ? `${form.sql(`${alias}.${column}`)} AS ${column}` : `${alias}.${column}`;
+  }).join(', ');
 }
 
-/** The result columns of {@link epochColumnsOf} with their types (`name type, …`), for a function's RETURNS TABLE. */
-export function epochColumnTypes(): string {
+/** The result columns of {@link claimedColumnsOf} with their types (`name type, …`), for a function's RETURNS TABLE. */
+export function claimedColumnTypes(): string {
   return JOB_COLUMNS.map(
-    (column) => `${column} ${TIMESTAMP_COLUMNS.has(column) ? 'text' : JOB_COLUMN_TYPES[column]}`,
+    (column) => `${column} ${CLAIMED_COLUMN_FORMS[column]?.type ?? JOB_COLUMN_TYPES[column]}`,
   ).join(', ');
 }
 

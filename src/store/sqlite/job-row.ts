@@ -3,6 +3,7 @@
  * records (camelCase, Dates, parsed values), and back.
  */
 import type { AttemptError, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
+import type { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
 import { JOB_COLUMN_AT as AT, type JobColumn } from '../job-columns.js';
 
 /** A row of `jobs` or `dead_jobs` as better-sqlite3 returns it. */
@@ -115,8 +116,9 @@ export function rowToJob(row: JobRow): Job {
  * Reading a claim's 500 rows back cost 8.0 µs a row over the bare UPDATE as keyed objects (one
  * object per row from better-sqlite3) and 4.8 µs as arrays (bench/sqlite-claim-costs.ts). Keep it field for
  * field with rowToJob: the conformance suite checks that a claimed job equals the job read back.
+ * The retry policy is parsed by `policies` (one per claim), once per run of rows with equal texts.
  */
-export function valuesToJob(values: readonly unknown[]): Job {
+export function valuesToJob(values: readonly unknown[], policies: ClaimedRetryPolicies): Job {
   return {
     id: String(values[AT.id]),
     kind: values[AT.kind] as string,
@@ -130,7 +132,7 @@ export function valuesToJob(values: readonly unknown[]): Job {
     token: values[AT.token] as number,
     attempts: values[AT.attempts] as number,
     maxAttempts: values[AT.max_attempts] as number,
-    retryPolicy: JSON.parse(values[AT.retry_policy] as string) as RetryPolicy,
+    retryPolicy: policies.parse(values[AT.retry_policy] as string),
     errors: parseAttemptErrors(values[AT.errors] as string),
     idempotencyKey: values[AT.idempotency_key] as string | null,
     timeoutMs: values[AT.timeout_ms] as number | null,

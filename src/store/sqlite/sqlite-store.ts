@@ -34,6 +34,7 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
+import { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
 import {
   checkBulkApplyParams,
   checkCountParams,
@@ -296,7 +297,8 @@ export class SqliteStore implements Store {
         owner: params.owner,
         message: LEASE_EXPIRED_MESSAGE,
       });
-      const jobs = rows.map((row) => valuesToJob(row) as ClaimedJob);
+      const policies = new ClaimedRetryPolicies();
+      const jobs = rows.map((row) => valuesToJob(row, policies) as ClaimedJob);
       const planned = this.applyClaimedRunPlan(jobs, nowMs);
       return { jobs: planned.jobs, earliestMs: planned.earliestMs, nowMs };
     });
