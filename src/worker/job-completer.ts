@@ -36,6 +36,8 @@ export interface JobCompleterOptions {
   /** Whether the lease is still ours; a completion whose lease is gone is abandoned. */
   isHeld(lease: JobLease): boolean;
   onError(error: unknown): void;
+  /** A round trip ended (written or failed): fewer completions may wait now. */
+  onRoundTripEnded?: (() => void) | undefined;
   /** Uniform [0, 1) for retry jitter. */
   random: () => number;
   /** Paces the flush and retry timers; the real clock when omitted. */
@@ -52,6 +54,8 @@ export class JobCompleter {
   private timer: ClockTimer | undefined;
   /** The round trip in flight, if any (one at a time). */
   private writing: Promise<void> | undefined;
+  /** Completions in the round trip in flight. */
+  private writingCount = 0;
   private failures = 0;
   private retryTimer: ClockTimer | undefined;
   private readonly clock: Clock;
@@ -80,6 +84,11 @@ export class JobCompleter {
       const [item] = this.pending.splice(index, 1);
       if (item) this.settle(item, 'abandoned');
     }
+  }
+
+  /** Completions not yet answered by the store: queued, or in the round trip in flight. */
+  get unwritten(): number {
+    return this.pending.length + this.writingCount;
   }
 
   /** Writes everything pending now and waits until no round trip is in flight. */
@@ -137,9 +146,12 @@ export class JobCompleter {
         return false;
       });
       if (batch.length === 0) continue;
+      this.writingCount = batch.length;
       this.writing = this.write(batch).finally(() => {
         this.writing = undefined;
+        this.writingCount = 0;
         if (this.pending.length > 0) this.scheduleFlush();
+        this.options.onRoundTripEnded?.();
       });
     }
     if (this.pending.length === 0 && this.timer) {

@@ -29,6 +29,13 @@ export class PartitionedCompleter {
     this.of(lease).withdraw(lease);
   }
 
+  /** Completions not yet answered, over every partition. */
+  get unwritten(): number {
+    let total = 0;
+    for (const completer of this.completers) total += completer.unwritten;
+    return total;
+  }
+
   /** Writes everything pending on every partition and waits until no round trip is in flight. */
   async drain(): Promise<void> {
     await Promise.all(this.completers.map((completer) => completer.drain()));

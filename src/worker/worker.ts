@@ -127,6 +127,10 @@ export class Worker {
   private startingBuffered = false;
   private readonly renewer: PartitionedRenewer;
   private readonly completer: PartitionedCompleter;
+  /** Most completions left unwritten before claims pause: four batches, and never under the outcome-write bound. */
+  private readonly completionsAhead: number;
+  /** Whether a claim loop found no room because of unwritten completions (told when they clear). */
+  private pausedForCompletions = false;
   private readonly claimers: JobClaimer[];
   private readonly upkeep: WorkerUpkeep;
   private stopping: Promise<void> | undefined;
@@ -137,6 +141,7 @@ export class Worker {
   /** Validates `options` (throws ConfigurationError) and prepares the worker; `start()` runs it. */
   constructor(deps: WorkerDependencies, options: WorkerOptions = {}) {
     this.options = resolveWorkerOptions(options, { crossProcessWakeUps: deps.store.capabilities.listenNotify });
+    this.completionsAhead = Math.max(this.options.completionBatchSize * 4, this.options.concurrency * 4 + 1000);
     this.id = this.options.id;
     this.deps = deps;
     this.store = deps.store;
@@ -172,6 +177,13 @@ export class Worker {
       flushMs: this.options.completionFlushMs,
       isHeld: (lease) => this.renewer.holds(lease),
       onError: (error) => onError(error, 'complete'),
+      onRoundTripEnded: () => {
+        // Only after claims paused for completions: otherwise handler slots freeing tell the loops.
+        if (this.pausedForCompletions && this.completer.unwritten <= this.completionsAhead) {
+          this.pausedForCompletions = false;
+          this.slotFreed();
+        }
+      },
       random: deps.random,
       clock,
     });
@@ -372,6 +384,15 @@ export class Worker {
     if (this.state !== 'running') return 0;
     // Backpressure: while outcome writes pile up (a slow or failing database), claim nothing more.
     if (this.writes.size > this.options.concurrency * 4 + 1000) return 0;
+    // The same for completions: a slot is freed when its handler settles, before its completion is
+    // written, so claims and handlers could run ahead of the writes without bound. On a million-job
+    // drain they did: 182,000 jobs whose handlers had run waited, leased, heartbeated and held in
+    // memory, for their completions (docs/benchmarks.md, issue 17). Writing completions is a
+    // worker's real pace; a newly freed room is told when a round trip ends (onRoundTripEnded).
+    if (this.completer.unwritten > this.completionsAhead) {
+      this.pausedForCompletions = true;
+      return 0;
+    }
     const own =
       this.options.concurrency + this.prefetch(part) - (this.runningByPart[part] ?? 0) - this.buffer.sizeOf(part);
     if (this.claimers.length === 1) return own;

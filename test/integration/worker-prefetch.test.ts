@@ -68,6 +68,38 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
   });
 
+  it('claims nothing more while its completions wait unwritten, then finishes every job once', async () => {
+    // A slot is freed when its handler settles, before its completion is written: without a bound
+    // the worker ran every queued job while the completions piled up behind (182,000 at once on a
+    // million-job drain, each leased and heartbeated until written).
+    const docket = await open();
+    const runs = new Map<number, number>();
+    docket.handle<{ i: number }>('prefetch.unwritten', async (payload) => {
+      runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
+    });
+    const total = 4000;
+    await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind: 'prefetch.unwritten', payload: { i } })));
+    const store = docket.store;
+    const completeMany = store.jobCompleteMany.bind(store);
+    const gate = deferred<void>();
+    store.jobCompleteMany = async (params) => {
+      await gate.promise;
+      return completeMany(params);
+    };
+    // Bound at these options: max(4 batches of 10, 4 x concurrency + 1,000) = 1,016 unwritten.
+    const worker = docket.worker({ ...QUICK, leaseMs: 10_000, concurrency: 4, prefetch: 100, completionBatchSize: 10 });
+    await worker.start();
+    await expect.poll(() => runs.size, { timeout: 10_000, interval: 20 }).toBeGreaterThan(1016);
+    // Past the bound, at most the claim that was in flight still runs; give the loops time to go on.
+    await new Promise((resolve) => setTimeout(resolve, 4 * QUICK.pollIntervalMs!));
+    expect(runs.size).toBeLessThanOrEqual(1016 + 104);
+    gate.resolve();
+    await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
+    await worker.stop();
+    expect(runs.size).toBe(total);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+  });
+
   it('leases prefetched jobs ahead of free slots, keeps their leases alive and runs each once', async () => {
     const docket = await open();
     const gate = deferred<void>();
