@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docket } from '../../src/docket.js';
+import { normalizeSubmit } from '../../src/job/job-spec.js';
 import { openStore } from '../../src/store/open-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SHARD_ID_SPAN, shardNumberOfId } from '../../src/store/sharded/shard-ids.js';
@@ -135,6 +136,54 @@ describe('sharded store', () => {
       await second.close();
       await one.close();
       await two.close();
+    }
+  });
+
+  it('writes nothing of a keyed batch over several shards when one key conflicts, however late the other parts start', async () => {
+    const schema = freshSchema();
+    const store = (await openStore(undefined, { shards: sharedShards(schema) })) as unknown as ShardedStore;
+    try {
+      const numbers = store.describeShards().map((shard) => shard.number);
+      const shardOf = (key: string) => shardForKey(JSON.stringify(['default', 'k', key]), numbers);
+      const taken = 'taken-0';
+      const late = Array.from({ length: 50 }, (_, i) => `late-${i}`).find((key) => shardOf(key) !== shardOf(taken))!;
+      const spec = (key: string, payload: string) =>
+        normalizeSubmit({ kind: 'k', payload, idempotencyKey: key }, () => 0);
+      await store.jobSubmit({ jobs: [spec(taken, 'old')] });
+      // The late key's part sends its statement only once the conflicting part has been refused
+      // and the rejection has run its course (a macrotask later).
+      const takenShard = store.shards.find((shard) => shard.number === shardOf(taken))!.store;
+      const lateShard = store.shards.find((shard) => shard.number === shardOf(late))!.store;
+      const submitTaken = takenShard.jobSubmit.bind(takenShard);
+      const submitLate = lateShard.jobSubmit.bind(lateShard);
+      let refused!: () => void;
+      const conflictRefused = new Promise<void>((resolve) => {
+        refused = resolve;
+      });
+      takenShard.jobSubmit = async (params) => {
+        try {
+          return await submitTaken(params);
+        } catch (error) {
+          refused();
+          throw error;
+        }
+      };
+      lateShard.jobSubmit = async (params) => {
+        await conflictRefused;
+        await new Promise((resolve) => setImmediate(resolve));
+        return submitLate(params);
+      };
+      await expect(store.jobSubmit({ jobs: [spec(late, 'fresh'), spec(taken, 'new')] })).rejects.toMatchObject({
+        name: 'IdempotencyConflictError',
+        field: 'jobs[1].idempotencyKey',
+      });
+      takenShard.jobSubmit = submitTaken;
+      lateShard.jobSubmit = submitLate;
+      // Nothing of the refused batch was written: the late key is free for another payload.
+      const [again] = await store.jobSubmit({ jobs: [spec(late, 'other')] });
+      expect(again).toMatchObject({ created: true });
+    } finally {
+      await store.close();
     }
   });
 

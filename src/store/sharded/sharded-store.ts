@@ -752,11 +752,19 @@ export class ShardedStore implements Store, ShardAdmin {
     );
     try {
       await Promise.all(clients.map((client) => client.query('BEGIN')));
-      const answers = await Promise.all(
+      // Every part settles before anything is rolled back: a ROLLBACK sent while another part was
+      // still on its way would end that part's transaction first, and its INSERT, sent after it,
+      // would then commit on its own (a lone keyed job of the batch was found written that way).
+      const settled = await Promise.allSettled(
         parts.map((part, index) =>
           this.onShard(part.shard, (store) => store.jobSubmit({ ...part.params, transaction: clients[index] })),
         ),
       );
+      const answers: SubmitResult[][] = [];
+      for (const outcome of settled) {
+        if (outcome.status === 'rejected') throw outcome.reason;
+        answers.push(outcome.value);
+      }
       for (const client of clients) await client.query('COMMIT');
       return answers;
     } catch (error) {
