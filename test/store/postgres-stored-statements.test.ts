@@ -81,6 +81,7 @@ describe('PostgresStore: stored hot statements', () => {
     const names = await functionNames(connection, schema);
     expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual([
       'claim_pending',
+      'claim_searching',
       'complete_jobs',
       'heartbeat_jobs',
       'insert_jobs',
@@ -207,6 +208,65 @@ describe('PostgresStore: stored hot statements', () => {
       expect(plan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash|jobs_running_lease_idx/);
       expect(plan[0]).toMatch(/Index Scan using jobs_pkey on jobs j [^\n]*\n\s+Index Cond: \(id = l\.id\)/);
     }
+  });
+
+  it('searches lapsed leases in one stored statement with plain index scans, even when the plan was cached while the table was empty', async () => {
+    const { store, schema } = await freshStore();
+    const claims = new PostgresClaimQueries(schema);
+    const { connection, plans } = await explainingClient();
+    const T0 = new Date(100_000);
+    const searching = { owner: 'w2', limit: 1, leaseMs: 1000, includeLapsed: true } as const;
+
+    // First call on an empty, never analysed table: the function caches its generic plan now.
+    expect(await claims.claimOrDefer(connection, { ...searching, now: T0 })).toEqual({
+      jobs: [],
+      needsTransaction: false,
+    });
+
+    // 10,000 pending rows and no ANALYZE: the planner takes `lease_until <= now` for a third of the
+    // table and, left to itself, plans bitmap scans, which never mark a dead index entry.
+    await connection.query(
+      `INSERT INTO "${schema}".jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'k', 'default', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((10000 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(1, 10000) g`,
+      [T0],
+    );
+    // 5,000 drained: their running-index entries are dead, their 1 s leases ended by T0 + 10 s.
+    for (let drained = 0; drained < 5_000; drained += 500) {
+      const jobs = await store.jobClaim({ owner: 'w', limit: 500, leaseMs: 1000, now: T0, includeLapsed: false });
+      expect(jobs).toHaveLength(500);
+      await store.jobCompleteMany({
+        now: T0,
+        leases: jobs.map((job) => ({ id: job.id, token: job.token, leaseOwner: job.leaseOwner })),
+      });
+    }
+    // One job crashed mid-run (its lease lapses at T0 + 1 s), another on its last attempt.
+    const [crashed] = await store.jobClaim({ owner: 'gone', limit: 1, leaseMs: 1000, now: T0, includeLapsed: false });
+    const [exhausted] = (
+      await connection.query<{ id: string }>(
+        `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, lease_until, lease_owner, token, attempts,
+           max_attempts, retry_policy, created_at, started_at)
+         VALUES ('k', 'default', 'null', 'running', $1, $1, 'gone', 1, 3, 3, '{}', $1, $1) RETURNING id::text`,
+        [T0],
+      )
+    ).rows;
+
+    plans.length = 0;
+    const later = new Date(T0.getTime() + 10_000);
+    const claimed = await claims.claimOrDefer(connection, { ...searching, now: later });
+    // The lapsed job is taken over ahead of the due ones (it ran at T0 - 5 s); the exhausted one is parked.
+    expect(claimed.jobs.map((job) => [job.id, job.attempts])).toEqual([[crashed!.id, 2]]);
+    const parked = await connection.query(`SELECT id::text FROM "${schema}".dead_jobs`);
+    expect(parked.rows).toEqual([{ id: exhausted!.id }]);
+
+    const claimPlan = nestedPlans(plans, 'FOR UPDATE SKIP LOCKED');
+    expect(claimPlan).toHaveLength(1);
+    // (A HashAggregate de-duplicates the exhausted ids to delete: no table is read through a hash.)
+    expect(claimPlan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash Join/);
+    expect(claimPlan[0], 'the search reads a lease index').toMatch(
+      /Index Scan using (jobs_running_lease_idx|jobs_state_queue_id_idx)/,
+    );
   });
 
   it('answers the same jobs through the stored claim as through the statement it wraps', async () => {

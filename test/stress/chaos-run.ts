@@ -868,7 +868,9 @@ class ChaosRun {
       }
       case 'cutClaim': {
         void this.workerProxy
-          ?.arm((sql) => sql.includes('token = j.token + 1'))
+          ?.arm(
+            (sql) => sql.includes('token = j.token + 1') || /\."claim_(pending|searching)_[0-9a-f]{12}"\(/.test(sql),
+          )
           .then((cut) => this.faults.push({ type: 'cut', at: cut.at, detail: 'claim' }));
         return;
       }

@@ -424,13 +424,12 @@ export class PostgresStore implements Store {
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
     if (claimLimit(params.limit) === 0) return [];
     positiveMs('leaseMs', params.leaseMs);
-    // A claim that looks for lapsed leases runs in a transaction of its own that plans with plain
-    // index scans (PostgresClaimQueries.planLapsedSearch); the others, the bulk, stay one statement.
+    // One statement, a stored function whether or not it looks for lapsed leases (its plan uses
+    // plain index scans only: decisions 0011 and 0013). Only a claim that chose a recurring run
+    // takes the transaction below, which plans the schedules' next runs.
     const searchesLapsed = params.includeLapsed !== false;
-    if (!searchesLapsed) {
-      const fast = await this.claims.claimOrDefer(this.pool, params);
-      if (!fast.needsTransaction) return fast.jobs;
-    }
+    const fast = await this.claims.claimOrDefer(this.pool, params);
+    if (!fast.needsTransaction) return fast.jobs;
     return this.inTransaction(async (client) => {
       if (searchesLapsed) await this.claims.planLapsedSearch(client);
       const jobs = await this.claims.claimInTransaction(client, params);
