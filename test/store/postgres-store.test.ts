@@ -3,6 +3,9 @@
  * on SQLite (concurrent claimers on separate connections, SKIP LOCKED, query plans, advisory-lock
  * migrations, LISTEN/NOTIFY reconnects). Each test gets its own schema.
  */
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JOB_STATES } from '../../src/job/job.js';
@@ -13,6 +16,7 @@ import type { WakeUp } from '../../src/store/store.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 
 const T0 = new Date(100_000);
+const NO_CLOSE_CHILD = resolve(import.meta.dirname, 'fixtures/postgres-submit-no-close.ts');
 
 function specs(count: number, input: Partial<SubmitInput> = {}) {
   return Array.from({ length: count }, () => normalizeSubmit({ kind: 'test.job', ...input }));
@@ -397,6 +401,69 @@ describe('PostgresStore: wake-ups', () => {
     const after = await store.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     expect(after.rows[0]!.pid).not.toBe(pid);
   });
+});
+
+describe('PostgresStore: idle connections', () => {
+  const ctx = useDatabase();
+
+  it('keeps one pooled connection open through a quiet spell longer than the pool idle timeout', async () => {
+    await ctx.fresh();
+    const store = await ctx.open({ poolSize: 3 });
+    // Three statements at once open three connections.
+    const opened = await Promise.all(
+      [1, 2, 3].map(() => store.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.2)')),
+    );
+    const pids = opened.map((result) => result.rows[0]!.pid);
+    expect(new Set(pids).size).toBe(3);
+    // pg-pool closes a connection idle for 10 s, all but the one the store keeps.
+    const alive = () =>
+      withClient(async (client) => {
+        const result = await client.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE pid = ANY($1::int[])',
+          [pids],
+        );
+        return result.rows.map((row) => row.pid);
+      });
+    await new Promise((resolve) => setTimeout(resolve, 10_500));
+    await expect.poll(async () => (await alive()).length, { timeout: 5_000 }).toBe(1);
+    const [kept] = await alive();
+    // The next statement after the quiet spell runs on it: no new server process, no new plan.
+    const next = await store.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    expect(next.rows[0]!.pid).toBe(kept);
+  }, 30_000);
+
+  it('lets a process that submits and never closes its Docket exit at once', async () => {
+    const db = await ctx.fresh();
+    const child = spawn(process.execPath, ['--import', 'tsx', NO_CLOSE_CHILD, POSTGRES_URL, db.schema as string], {
+      cwd: resolve(import.meta.dirname, '../..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<{ code: number | null; at: number }>((resolveExit) =>
+      child.on('exit', (code) => resolveExit({ code, at: Date.now() })),
+    );
+    const printed = await new Promise<{ line: string; at: number }>((resolveLine, reject) => {
+      createInterface({ input: child.stdout }).once('line', (line) => resolveLine({ line, at: Date.now() }));
+      child.once('exit', () => reject(new Error(`child exited before printing: ${stderr}`)));
+    });
+    const { id } = JSON.parse(printed.line) as { id: string };
+    const exit = await Promise.race([
+      exited,
+      new Promise<null>((resolveLate) => setTimeout(() => resolveLate(null), 20_000)),
+    ]);
+    if (exit === null) child.kill('SIGKILL');
+    expect(exit, `still running 20 s after its submit: ${stderr}`).not.toBeNull();
+    expect(exit!.code, stderr).toBe(0);
+    // The kept connection is idle and does not hold the process, nor does the pool's idle timer
+    // (before: it exited only once pg-pool closed its last idle connection, 10 s later).
+    expect(exit!.at - printed.at).toBeLessThan(5_000);
+    // And the job it was told about is stored.
+    const store = await ctx.open();
+    expect((await store.jobGet({ id }))?.state).toBe('pending');
+  }, 40_000);
 });
 
 describe('PostgresStore: throughput', () => {
