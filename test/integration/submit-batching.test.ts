@@ -18,7 +18,13 @@ import { normalizeSubmit } from '../../src/job/job-spec.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { wakeChannel } from '../../src/store/postgres/sql-fragments.js';
 import type { JobSubmitParams, Store } from '../../src/store/store.js';
-import { JobIdReservoir, RESERVED_ID_BLOCK, RESERVED_ID_MAX_AGE_MS } from '../../src/submit/job-id-reservoir.js';
+import {
+  JobIdReservoir,
+  MIN_RESERVED_ID_BLOCK,
+  nextReservedBlockSize,
+  RESERVED_ID_BLOCK,
+  RESERVED_ID_MAX_AGE_MS,
+} from '../../src/submit/job-id-reservoir.js';
 import { startTestServer, type TestServer } from '../http/http-support.js';
 import { POSTGRES_URL, storeKinds } from '../support/stores.js';
 import { SEED, useInProcessDockets } from './support/suite-fixtures.js';
@@ -251,13 +257,45 @@ describe('reserved job ids on postgres (JobIdReservoir)', () => {
     expect(next.map(Number)).toEqual([1, 2, 3].map((k) => Number(first) + k));
     // Another process draws from the same sequence meanwhile; our block is unaffected.
     const [elsewhere] = await docket.store.jobReserveIds({ count: 1 });
-    expect(Number(elsewhere)).toBeGreaterThanOrEqual(Number(first) + RESERVED_ID_BLOCK);
+    expect(Number(elsewhere)).toBeGreaterThanOrEqual(Number(first) + MIN_RESERVED_ID_BLOCK);
     clock.advance(RESERVED_ID_MAX_AGE_MS + 1);
     const [fresh] = await reservoir.take(1);
     expect(Number(fresh)).toBeGreaterThan(Number(elsewhere));
     // A request larger than a block gets exactly its own ids.
     const many = await reservoir.take(RESERVED_ID_BLOCK + 5);
     expect(new Set(many).size).toBe(RESERVED_ID_BLOCK + 5);
+  });
+
+  it('sizes each block to what the last one served: small for a quiet process, growing under a burst', async () => {
+    const docket = await dockets.open();
+    const clock = new ManualClock(0);
+    const reserved: number[] = [];
+    const store = {
+      jobReserveIds: async (params: { count: number }) => {
+        reserved.push(params.count);
+        return docket.store.jobReserveIds(params);
+      },
+    };
+    const reservoir = new JobIdReservoir(store, clock);
+    // Now and then: one submit a block, each block the smallest.
+    for (let k = 0; k < 3; k += 1) {
+      await reservoir.take(1);
+      clock.advance(RESERVED_ID_MAX_AGE_MS + 1);
+    }
+    expect(reserved).toEqual([MIN_RESERVED_ID_BLOCK, MIN_RESERVED_ID_BLOCK, MIN_RESERVED_ID_BLOCK]);
+    // A burst of single submits within the second: each block used up doubles the next.
+    reserved.length = 0;
+    const ids: string[] = [];
+    for (let k = 0; k < 2_000; k += 1) ids.push(...(await reservoir.take(1)));
+    expect(reserved).toEqual([16, 32, 64, 128, 256, 512, 1000]);
+    // Every id handed out once, in ascending order.
+    expect(new Set(ids).size).toBe(2_000);
+    expect(ids.map(Number)).toEqual([...ids.map(Number)].sort((a, b) => a - b));
+    // The pure rule: within the bounds, never below the flush's own need.
+    expect(nextReservedBlockSize(0, 1)).toBe(MIN_RESERVED_ID_BLOCK);
+    expect(nextReservedBlockSize(300, 1)).toBe(600);
+    expect(nextReservedBlockSize(5_000, 1)).toBe(RESERVED_ID_BLOCK);
+    expect(nextReservedBlockSize(0, 900)).toBe(900);
   });
 
   it('answers a resend with the job stored under its id, and refuses an id that holds a stranger', async () => {
