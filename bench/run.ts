@@ -34,6 +34,7 @@ import {
   databaseUrl,
   dropAllScratchDatabases,
   postgresSettings,
+  resyncWallClock,
   scratchName,
   wallNowMs,
   withAdmin,
@@ -240,6 +241,9 @@ function labelOf(system: string, variant: Variant, variants: number): string {
   return variants > 1 ? `${system} (${variant})` : system;
 }
 
+/** A larger drift of the wall clock during a run voids it (wall time is read in whole ms, so 1 ms is normal). */
+const CLOCK_DRIFT_LIMIT_MS = 5;
+
 /** Runs `fn` for each contender each round, rotating the order so no system always goes first. */
 async function alternate(
   contenders: readonly Contender[],
@@ -264,7 +268,17 @@ async function alternate(
         results.push(skippedRun(contender, workload, round, params, reason));
         continue;
       }
+      resyncWallClock();
       const run = await fn(contender, round);
+      // Times taken in two processes (a submit here, a start in a worker) are void if the host's
+      // clock moved meanwhile: the run is an error, never a figure.
+      const driftMs = resyncWallClock();
+      if (Math.abs(driftMs) > CLOCK_DRIFT_LIMIT_MS && run.status === 'ok') {
+        run.status = 'error';
+        run.problems.push(
+          `the host's wall clock moved ${Math.round(driftMs)} ms against the monotonic clock during this run, so its times across processes are void`,
+        );
+      }
       run.params = { ...params, ...run.params };
       results.push(run);
       if (run.status === 'timeout') timedOut.add(contender.label);
