@@ -11,12 +11,12 @@
  *
  * The baseline is a checkout with node_modules (docs/benchmarks.md, "Before and after a change").
  */
-import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { ClaimedJob } from '../src/job/job.js';
 import type { JobClaimParams } from '../src/store/store.js';
+import { importDocket, THIS_CHECKOUT } from './checkouts.js';
 import { median } from './stats.js';
 
 const KIND = 'bench.noop';
@@ -45,7 +45,7 @@ for (const name of ['jobs', 'rounds', 'concurrency'] as const) {
 }
 if (!values.baseline) throw new Error('--baseline DIR (a checkout of Docket with node_modules) is required');
 const trees = [
-  { name: 'this', dir: resolve(fileURLToPath(new URL('..', import.meta.url))) },
+  { name: 'this', dir: THIS_CHECKOUT },
   { name: 'baseline', dir: resolve(values.baseline) },
 ];
 const results: Record<string, RoundResult[]> = { this: [], baseline: [] };
@@ -72,9 +72,7 @@ async function drain(dir: string, schema: string): Promise<RoundResult> {
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  const { Docket } = (await import(
-    pathToFileURL(join(dir, 'src/docket.ts')).href
-  )) as typeof import('../src/docket.js');
+  const Docket = await importDocket(dir);
   const docket = await Docket.open({ url, schema });
   try {
     for (let i = 0; i < jobs; i += 1000) {

@@ -14,10 +14,11 @@
  * DOCKET_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/test).
  */
 import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { importDocket, THIS_CHECKOUT } from './checkouts.js';
 import { median } from './stats.js';
 
 const CHILD = 'child';
@@ -60,7 +61,7 @@ async function runParent(): Promise<void> {
   const submits = Number(values.submits);
   if (submits < 2) throw new Error('--submits must be at least 2 (the first is left out)');
   const trees = [
-    { name: 'this', dir: resolve(fileURLToPath(new URL('..', import.meta.url))), offsetMs: 0 },
+    { name: 'this', dir: THIS_CHECKOUT, offsetMs: 0 },
     { name: 'baseline', dir: resolve(values.baseline), offsetMs: Math.round(gapMs / 2) },
   ];
   const results = await Promise.all(
@@ -115,9 +116,7 @@ async function runChild(dir: string, schema: string, gapMs: number, submits: num
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  const { Docket } = (await import(
-    pathToFileURL(join(dir, 'src/docket.ts')).href
-  )) as typeof import('../src/docket.js');
+  const Docket = await importDocket(dir);
   const web = await Docket.open({ url, schema });
   const workerSide = await Docket.open({ url, schema });
   const result: ChildResult = { submitMs: [], startMs: [] };

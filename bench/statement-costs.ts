@@ -12,11 +12,10 @@
  * Printed: medians per tree and the ratio this ÷ baseline. The baseline is a checkout with
  * node_modules (docs/benchmarks.md, "Before and after a change").
  */
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Docket } from '../src/docket.js';
+import { importDocket } from './checkouts.js';
 import { median } from './stats.js';
 
 const url = process.env.DOCKET_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,9 +37,7 @@ const trees: { name: string; Docket: DocketClass; schema: string }[] = [
   { name: 'this', Docket, schema: 'stmt_cost_this' },
   {
     name: 'baseline',
-    Docket: (
-      (await import(pathToFileURL(join(resolve(args.baseline), 'src/docket.ts')).href)) as { Docket: DocketClass }
-    ).Docket,
+    Docket: await importDocket(args.baseline),
     schema: 'stmt_cost_base',
   },
 ];

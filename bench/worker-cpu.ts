@@ -23,9 +23,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { importDocket, THIS_CHECKOUT } from './checkouts.js';
 import { median } from './stats.js';
 
 const CHILD = 'child';
@@ -64,7 +65,7 @@ async function runParent(): Promise<void> {
   }
   if (!values.baseline) throw new Error('--baseline DIR (a checkout of Docket with node_modules) is required');
   const trees = [
-    { name: 'this', dir: resolve(fileURLToPath(new URL('..', import.meta.url))) },
+    { name: 'this', dir: THIS_CHECKOUT },
     { name: 'baseline', dir: resolve(values.baseline) },
   ];
   const cpu: Record<string, number[]> = { this: [], baseline: [] };
@@ -135,9 +136,7 @@ async function runChild(
   await admin?.connect();
   await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   const sqliteDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), `docket-${schema}-`)) : undefined;
-  const { Docket } = (await import(
-    pathToFileURL(join(dir, 'src/docket.ts')).href
-  )) as typeof import('../src/docket.js');
+  const Docket = await importDocket(dir);
   const docket = await Docket.open(sqliteDir ? { url: `sqlite:${join(sqliteDir, 'docket.db')}` } : { url, schema });
   try {
     for (let i = 0; i < jobs; i += 1000) {

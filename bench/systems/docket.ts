@@ -9,11 +9,10 @@
  * replaces side by side, in the same rounds, on the same loaded machine.
  */
 import { rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Docket } from '../../src/docket.js';
 import type { WorkerOptions } from '../../src/worker/worker-options.js';
+import { importDocket } from '../checkouts.js';
 import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
 import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
 
@@ -47,8 +46,7 @@ type DocketClass = Pick<typeof Docket, 'open'>;
 async function loadBaselineDocket(): Promise<DocketClass> {
   const dir = process.env.DOCKET_BASELINE;
   if (!dir) throw new Error('docket-baseline needs DOCKET_BASELINE=<a checkout of Docket with node_modules>');
-  const module = (await import(pathToFileURL(join(resolve(dir), 'src/docket.ts')).href)) as { Docket: DocketClass };
-  return module.Docket;
+  return importDocket(dir);
 }
 
 function docketModule(name: SystemName, loadDocket: () => Promise<DocketClass> = async () => Docket): SystemModule {

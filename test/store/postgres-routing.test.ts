@@ -10,6 +10,7 @@ import { IdempotencyConflictError } from '../../src/job/errors.js';
 import { normalizeSubmit, type SubmitInput } from '../../src/job/job-spec.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { fillWithDeadRunningEntries } from '../support/lapsed-lease-table.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 
 const T0 = new Date(100_000);
@@ -205,29 +206,9 @@ describe('PostgresStore: routing', () => {
 
   it('searches lapsed leases with plain index scans only when asked, and claims without reading the running index otherwise', async () => {
     const store = await open();
-    const s = `"${store.schema}"`;
-    await store.db.query(`ALTER TABLE ${s}.jobs SET (autovacuum_enabled = false)`);
-    await store.db.query(
-      `INSERT INTO ${s}.jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
-       SELECT 'k', 'default', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((10000 - g) || ' ms')::interval,
-              5, '{}'::jsonb, $1::timestamptz
-       FROM generate_series(1, 10000) g`,
-      [T0],
-    );
-    // No ANALYZE, as for a backlog inserted while autovacuum has not come by: the planner then
-    // takes `lease_until <= now` for a third of the table and, left to itself, plans a bitmap scan.
-    // 5,000 claimed without the lapsed search and finished: their running-index entries are dead
-    // and their leases (1 s) have ended by T0 + 10 s, so `lease_until <= now` takes them all in.
-    for (let drained = 0; drained < 5_000; drained += 500) {
-      const jobs = await store.jobClaim({ owner: 'w', limit: 500, leaseMs: 1000, now: T0, includeLapsed: false });
-      expect(jobs).toHaveLength(500);
-      await store.jobCompleteMany({
-        now: T0,
-        leases: jobs.map((job) => ({ id: job.id, token: job.token, leaseOwner: job.leaseOwner })),
-      });
-    }
-    // One job crashed mid-run: its lease lapses at T0 + 1 s.
-    const [crashed] = await store.jobClaim({ owner: 'gone', limit: 1, leaseMs: 1000, now: T0, includeLapsed: false });
+    // No ANALYZE, 5,000 drained (their running-index entries dead, their leases ended by T0 + 10 s)
+    // and one job crashed mid-run, its lease lapsing at T0 + 1 s.
+    const crashed = await fillWithDeadRunningEntries(store, T0);
     const later = new Date(T0.getTime() + 10_000);
     const plan = async (includeLapsed: boolean): Promise<PlanNode[]> => {
       const c = await client();
@@ -258,10 +239,10 @@ describe('PostgresStore: routing', () => {
     expect(sweep.some(onRunning), 'the search reads a lease index').toBe(true);
     // And the store's own claim takes the lapsed job over, ahead of the due ones (it ran at T0 - 5 s).
     const claimed = await store.jobClaim({ owner: 'w2', limit: 1, leaseMs: 1000, now: later });
-    expect(claimed.map((job) => job.id)).toEqual([crashed!.id]);
+    expect(claimed.map((job) => job.id)).toEqual([crashed.id]);
     expect(claimed[0]!.attempts).toBe(2);
     const skipped = await store.jobClaim({ owner: 'w3', limit: 1, leaseMs: 1000, now: later, includeLapsed: false });
-    expect(skipped.map((job) => job.id)).not.toContain(crashed!.id);
+    expect(skipped.map((job) => job.id)).not.toContain(crashed.id);
   });
 
   it('migrates a version-2 schema holding live keyed jobs to per-(queue, kind) keys and the kind index', async () => {

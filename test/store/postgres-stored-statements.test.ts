@@ -13,6 +13,7 @@ import { PostgresJobQueries } from '../../src/store/postgres/job-queries.js';
 import { JOB_COLUMN_TYPES } from '../../src/store/postgres/job-row.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { storedStatement } from '../../src/store/postgres/stored-statements.js';
+import { fillWithDeadRunningEntries } from '../support/lapsed-lease-table.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 
 const opened: { db?: TestDatabase; stores: PostgresStore[]; clients: pg.Client[] } = { stores: [], clients: [] };
@@ -223,26 +224,9 @@ describe('PostgresStore: stored hot statements', () => {
       needsTransaction: false,
     });
 
-    // 10,000 pending rows and no ANALYZE: the planner takes `lease_until <= now` for a third of the
-    // table and, left to itself, plans bitmap scans, which never mark a dead index entry.
-    await connection.query(
-      `INSERT INTO "${schema}".jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
-       SELECT 'k', 'default', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((10000 - g) || ' ms')::interval,
-              5, '{}'::jsonb, $1::timestamptz
-       FROM generate_series(1, 10000) g`,
-      [T0],
-    );
-    // 5,000 drained: their running-index entries are dead, their 1 s leases ended by T0 + 10 s.
-    for (let drained = 0; drained < 5_000; drained += 500) {
-      const jobs = await store.jobClaim({ owner: 'w', limit: 500, leaseMs: 1000, now: T0, includeLapsed: false });
-      expect(jobs).toHaveLength(500);
-      await store.jobCompleteMany({
-        now: T0,
-        leases: jobs.map((job) => ({ id: job.id, token: job.token, leaseOwner: job.leaseOwner })),
-      });
-    }
-    // One job crashed mid-run (its lease lapses at T0 + 1 s), another on its last attempt.
-    const [crashed] = await store.jobClaim({ owner: 'gone', limit: 1, leaseMs: 1000, now: T0, includeLapsed: false });
+    // No ANALYZE, 5,000 drained (their running-index entries dead, their leases ended by T0 + 10 s),
+    // one job crashed mid-run (its lease lapses at T0 + 1 s) and another on its last attempt.
+    const crashed = await fillWithDeadRunningEntries(store, T0);
     const [exhausted] = (
       await connection.query<{ id: string }>(
         `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, lease_until, lease_owner, token, attempts,
@@ -256,7 +240,7 @@ describe('PostgresStore: stored hot statements', () => {
     const later = new Date(T0.getTime() + 10_000);
     const claimed = await claims.claimOrDefer(connection, { ...searching, now: later });
     // The lapsed job is taken over ahead of the due ones (it ran at T0 - 5 s); the exhausted one is parked.
-    expect(claimed.jobs.map((job) => [job.id, job.attempts])).toEqual([[crashed!.id, 2]]);
+    expect(claimed.jobs.map((job) => [job.id, job.attempts])).toEqual([[crashed.id, 2]]);
     const parked = await connection.query(`SELECT id::text FROM "${schema}".dead_jobs`);
     expect(parked.rows).toEqual([{ id: exhausted!.id }]);
 
