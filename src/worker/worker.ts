@@ -127,7 +127,9 @@ export class Worker {
   private startingBuffered = false;
   private readonly renewer: PartitionedRenewer;
   private readonly completer: PartitionedCompleter;
-  /** Most completions left unwritten before claims pause: four batches, and never under the outcome-write bound. */
+  /** Most outcome writes (failures, releases) in flight before claims pause. */
+  private readonly writesAhead: number;
+  /** Most completions left unwritten before claims pause: four batches, and never under {@link writesAhead}. */
   private readonly completionsAhead: number;
   /** Whether a claim loop found no room because of unwritten completions (told when they clear). */
   private pausedForCompletions = false;
@@ -141,7 +143,8 @@ export class Worker {
   /** Validates `options` (throws ConfigurationError) and prepares the worker; `start()` runs it. */
   constructor(deps: WorkerDependencies, options: WorkerOptions = {}) {
     this.options = resolveWorkerOptions(options, { crossProcessWakeUps: deps.store.capabilities.listenNotify });
-    this.completionsAhead = Math.max(this.options.completionBatchSize * 4, this.options.concurrency * 4 + 1000);
+    this.writesAhead = this.options.concurrency * 4 + 1000;
+    this.completionsAhead = Math.max(this.options.completionBatchSize * 4, this.writesAhead);
     this.id = this.options.id;
     this.deps = deps;
     this.store = deps.store;
@@ -383,7 +386,7 @@ export class Worker {
   private freeSlots(part: number): number {
     if (this.state !== 'running') return 0;
     // Backpressure: while outcome writes pile up (a slow or failing database), claim nothing more.
-    if (this.writes.size > this.options.concurrency * 4 + 1000) return 0;
+    if (this.writes.size > this.writesAhead) return 0;
     // The same for completions: a slot is freed when its handler settles, before its completion is
     // written, so claims and handlers could run ahead of the writes without bound. On a million-job
     // drain they did: 182,000 jobs whose handlers had run waited, leased, heartbeated and held in

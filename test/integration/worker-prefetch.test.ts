@@ -4,12 +4,33 @@
  * to the queue at once when the worker stops.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, type WorkerOptions } from '../../src/index.js';
+import { ConfigurationError, type Docket, type WorkerOptions } from '../../src/index.js';
 import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
 import { useInProcessDockets } from './support/suite-fixtures.js';
 
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
+
+/**
+ * Queues `total` jobs of `kind` on `docket` with a handler that counts each job's runs; answers
+ * the counts and the check that every job ran exactly once.
+ */
+async function queueCountedJobs(
+  docket: Docket,
+  kind: string,
+  total: number,
+): Promise<{ runs: Map<number, number>; expectEachRanOnce: () => void }> {
+  const runs = new Map<number, number>();
+  docket.handle<{ i: number }>(kind, async (payload) => {
+    runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
+  });
+  await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind, payload: { i } })));
+  const expectEachRanOnce = () => {
+    expect(runs.size).toBe(total);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+  };
+  return { runs, expectEachRanOnce };
+}
 
 describe.each(storeKinds())('worker prefetch on %s', (kind) => {
   const dockets = useInProcessDockets(kind, 'worker-prefetch');
@@ -36,12 +57,8 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
 
   it('with room for two claims, keeps the next one in flight while the last one is leased, and runs each once', async () => {
     const docket = await open();
-    const runs = new Map<number, number>();
-    docket.handle<{ i: number }>('prefetch.pipelined', async (payload) => {
-      runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
-    });
     const total = 4000;
-    await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind: 'prefetch.pipelined', payload: { i } })));
+    const { expectEachRanOnce } = await queueCountedJobs(docket, 'prefetch.pipelined', total);
     // What 'auto' is at its ceiling: room for the slots plus 1,000, claims of the slots plus 500.
     const store = docket.store;
     const claim = store.jobClaim.bind(store);
@@ -64,8 +81,7 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     await worker.stop();
     expect(mostInFlight).toBe(2);
     expect(largestClaim).toBe(504);
-    expect(runs.size).toBe(total);
-    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    expectEachRanOnce();
   });
 
   it('claims nothing more while its completions wait unwritten, then finishes every job once', async () => {
@@ -73,12 +89,8 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     // the worker ran every queued job while the completions piled up behind (182,000 at once on a
     // million-job drain, each leased and heartbeated until written).
     const docket = await open();
-    const runs = new Map<number, number>();
-    docket.handle<{ i: number }>('prefetch.unwritten', async (payload) => {
-      runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
-    });
     const total = 4000;
-    await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind: 'prefetch.unwritten', payload: { i } })));
+    const { runs, expectEachRanOnce } = await queueCountedJobs(docket, 'prefetch.unwritten', total);
     const store = docket.store;
     const completeMany = store.jobCompleteMany.bind(store);
     const gate = deferred<void>();
@@ -96,8 +108,7 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     gate.resolve();
     await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
     await worker.stop();
-    expect(runs.size).toBe(total);
-    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    expectEachRanOnce();
   });
 
   it('leases prefetched jobs ahead of free slots, keeps their leases alive and runs each once', async () => {
@@ -208,12 +219,8 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
 
   it('by default (auto) buffers ahead on a deep backlog of quick jobs, and runs each once', async () => {
     const docket = await open();
-    const runs = new Map<number, number>();
-    docket.handle<{ i: number }>('prefetch.auto', async (payload) => {
-      runs.set(payload.i, (runs.get(payload.i) ?? 0) + 1);
-    });
     const total = 3000;
-    await docket.submitMany(Array.from({ length: total }, (_, i) => ({ kind: 'prefetch.auto', payload: { i } })));
+    const { expectEachRanOnce } = await queueCountedJobs(docket, 'prefetch.auto', total);
     const worker = docket.worker({ ...QUICK, concurrency: 4 });
     expect(worker.options.prefetchAuto).toBe(true);
     let mostBuffered = 0;
@@ -225,8 +232,7 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     await worker.stop();
     // Claims of 4 (the free slots) would never buffer anything: the backlog made the buffer grow.
     expect(mostBuffered).toBeGreaterThan(4);
-    expect(runs.size).toBe(total);
-    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    expectEachRanOnce();
   });
 
   it('by default (auto) holds no buffer for slow handlers: other workers can take the rest', async () => {
