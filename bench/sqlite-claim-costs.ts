@@ -2,15 +2,17 @@
  * Where a SQLite drain's time goes, per job: the claim's UPDATE alone, the same UPDATE answering
  * its rows as keyed objects (`RETURNING *`, better-sqlite3's default: the form before issue 17's
  * fifth session) and as arrays (`RETURNING` JOB_COLUMNS in raw mode: the form the store
- * sends), and the completions that follow. Statements straight on better-sqlite3, no worker and no
+ * sends), and the completions that follow: one statement for the batch (JOB_COMPLETE_MANY, as the
+ * store's jobCompleteMany sends them) or, in the last form, one JOB_COMPLETE per job (the store
+ * before the tenth session). Statements straight on better-sqlite3, no worker and no
  * conversion to Jobs, so the figures are the database's and the driver's alone.
  *
  *   npx tsx bench/sqlite-claim-costs.ts                 100,000 jobs, claims of 500, 3 rounds
  *   npx tsx bench/sqlite-claim-costs.ts --jobs 20000 --claim 50 --rounds 5
  *
  * Each round copies one file of `--jobs` pending no-op jobs (submitted through Docket) per form,
- * then drains it: the due-candidate read, the claim, and one transaction completing the batch job
- * by job (JOB_COMPLETE, as the store's jobCompleteMany). Forms alternate in order between rounds.
+ * then drains it: the due-candidate read, the claim, and one transaction completing the batch.
+ * Forms alternate in order between rounds.
  * Printed: the median µs per job of each step per form, and the jobs/s the three steps allow.
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -21,7 +23,7 @@ import Database from 'better-sqlite3';
 import { Docket } from '../src/docket.js';
 import { JOB_COLUMN_AT } from '../src/store/job-columns.js';
 import { JOB_CLAIM_MANY, JOB_DUE_PENDING } from '../src/store/sqlite/claim-queries.js';
-import { JOB_COMPLETE } from '../src/store/sqlite/job-queries.js';
+import { JOB_COMPLETE, JOB_COMPLETE_MANY } from '../src/store/sqlite/job-queries.js';
 import { median } from './stats.js';
 
 const { values: args } = parseArgs({
@@ -47,9 +49,10 @@ if (!RETURNING.test(JOB_CLAIM_MANY)) throw new Error('JOB_CLAIM_MANY no longer e
 
 /** The claim forms compared: the statement and how its rows are read. */
 const FORMS = {
-  'update only': { sql: JOB_CLAIM_MANY.replace(RETURNING, ''), rows: 'none' },
-  'rows as objects': { sql: JOB_CLAIM_MANY.replace(RETURNING, 'RETURNING *'), rows: 'objects' },
-  'rows as arrays': { sql: JOB_CLAIM_MANY, rows: 'arrays' },
+  'update only': { sql: JOB_CLAIM_MANY.replace(RETURNING, ''), rows: 'none', completions: 'batch' },
+  'rows as objects': { sql: JOB_CLAIM_MANY.replace(RETURNING, 'RETURNING *'), rows: 'objects', completions: 'batch' },
+  'rows as arrays': { sql: JOB_CLAIM_MANY, rows: 'arrays', completions: 'batch' },
+  'rows as arrays, completed job by job': { sql: JOB_CLAIM_MANY, rows: 'arrays', completions: 'each' },
 } as const;
 type Form = keyof typeof FORMS;
 
@@ -81,11 +84,12 @@ function drain(form: Form, round: number): Costs {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  const { sql, rows } = FORMS[form];
+  const { sql, rows, completions } = FORMS[form];
   const due = db.prepare<Record<string, unknown>, { id: number }>(JOB_DUE_PENDING);
   const claim = db.prepare(sql);
   if (rows === 'arrays') claim.raw();
   const complete = db.prepare(JOB_COMPLETE);
+  const completeMany = db.prepare(JOB_COMPLETE_MANY);
   const nowMs = Date.now() + 1000;
   let dueMs = 0;
   let claimMs = 0;
@@ -128,6 +132,10 @@ function drain(form: Form, round: number): Costs {
     const started = performance.now();
     const done = db
       .transaction(() => {
+        if (completions === 'batch') {
+          const held = leases.map((lease) => [lease.id, lease.token, 'bench']);
+          return completeMany.run({ leases: JSON.stringify(held), now: nowMs }).changes;
+        }
         let changes = 0;
         for (const lease of leases) {
           changes += complete.run({ id: lease.id, token: lease.token, owner: 'bench', now: nowMs }).changes;

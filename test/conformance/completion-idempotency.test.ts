@@ -56,6 +56,24 @@ describe.each(conformanceStoreKinds())('%s store: idempotent completion', (kind)
     expect(await store.jobGet({ id: c!.id })).toMatchObject({ state: 'done', finishedAt: t(12) });
   });
 
+  it('answers done to both copies of a lease named twice in one batch, and stale to an id that names no job', async () => {
+    const q = nextQueue();
+    await store.jobSubmit({ now: t(0), jobs: [1, 2].map((i) => spec({ kind: 'idem.twice', queue: q, runAt: t(i) })) });
+    const [a, b] = await store.jobClaim({ owner: 'w', limit: 2, leaseMs: LEASE_MS, queues: [q], now: t(10) });
+    const outcomes = await store.jobCompleteMany({
+      now: t(11),
+      leases: [
+        { id: a!.id, token: a!.token, leaseOwner: 'w' },
+        { id: 'not-a-job-id', token: 1 },
+        { id: a!.id, token: a!.token, leaseOwner: 'w' },
+        { id: b!.id, token: b!.token, leaseOwner: 'another worker' },
+      ],
+    });
+    expect(outcomes).toEqual(['done', 'stale', 'done', 'stale']);
+    expect(await store.jobGet({ id: a!.id })).toMatchObject({ state: 'done', finishedAt: t(11) });
+    expect(await store.jobGet({ id: b!.id })).toMatchObject({ state: 'running', token: b!.token });
+  });
+
   it('answers stale to the old owner of a job the new owner completed', async () => {
     const q = nextQueue();
     const id = await submitOne(store, { kind: 'idem.takeover', queue: q, runAt: t(100) }, t(0));

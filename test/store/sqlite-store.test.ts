@@ -245,6 +245,12 @@ describe('SqliteStore claim plan', () => {
         plan(claimSql.JOB_CLAIM_MANY, { ...params, ids: '[1, 2]', lease_until: 1, owner: 'w', message: 'm' })[0],
         context,
       ).toBe('SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)');
+      // A batch completion: its leases drive the join, one rowid seek each, never a walk of the
+      // running rows through another index per lease.
+      expect(plan(jobSql.JOB_COMPLETE_MANY, { leases: '[[1, 1, "w"]]', now: 1 }), context).toEqual([
+        'SCAN json_each VIRTUAL TABLE INDEX 1:',
+        'SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)',
+      ]);
       // Lapsed leases: a range over the running rows' partial index; only those few are sorted.
       for (const text of [claimSql.JOB_LAPSED, claimSql.JOB_LAPSED_OF_KINDS, claimSql.JOB_LAPSED_EXHAUSTED]) {
         const lapsed = plan(text, params);

@@ -167,6 +167,23 @@ export const JOB_COMPLETE = `
   WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'running'`;
 
 /**
+ * JOB_COMPLETE for a whole completion batch in one statement: each lease's row found by its id
+ * (NOT INDEXED keeps the planner on the rowid, one seek per lease; without it SQLite drove the
+ * join from the (state, queue, id) index and read every running row per lease, 16x slower than
+ * completing row by row) and fenced as JOB_COMPLETE fences it. One statement instead of one per
+ * job saves the per-statement binding, stepping and reset, about a fifth of a completion's cost.
+ * Parameters: :leases (JSON array of [id, token, owner or null]), :now. Result: changes = the
+ * leases completed now; a batch with fewer changes than leases is resolved lease by lease with
+ * JOB_DONE_WITH_TOKEN (a lost reply's retry, a duplicate id or a stale lease).
+ * PostgreSQL: the same fence over unnest(ids, tokens, owners) in completeMany.
+ */
+export const JOB_COMPLETE_MANY = `
+  UPDATE jobs NOT INDEXED SET state = 'done', finished_at = :now, lease_until = NULL
+  FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS owner FROM json_each(:leases)) AS held
+  WHERE jobs.id = held.id AND jobs.token = held.token AND (held.owner IS NULL OR jobs.lease_owner = held.owner)
+    AND jobs.state = 'running'`;
+
+/**
  * Tells a repeated completion from a refused one: the job is already done under this very token
  * and owner, so an earlier completion of the same claim committed (its reply was lost). Read only
  * after JOB_COMPLETE changed nothing, inside the same write transaction.
@@ -386,6 +403,7 @@ function prepareJobStatements(db: Database.Database) {
     delete: db.prepare(JOB_DELETE),
     heartbeat: db.prepare<Record<string, unknown>, { lease_until: number }>(JOB_HEARTBEAT),
     complete: db.prepare(JOB_COMPLETE),
+    completeMany: db.prepare(JOB_COMPLETE_MANY),
     doneWithToken: db.prepare<{ id: number; token: number; owner: string | null }>(JOB_DONE_WITH_TOKEN),
     findHeld: db.prepare<Record<string, unknown>, { attempts: number }>(JOB_FIND_HELD),
     retry: db.prepare(JOB_RETRY),
@@ -509,6 +527,32 @@ export class SqliteJobQueries {
     if (this.stmt.complete.run({ id, token: lease.token, owner, now: nowMs }).changes === 1) return 'done';
     // Already done under this token and owner: our earlier completion committed and only its reply was lost.
     return this.stmt.doneWithToken.get({ id, token: lease.token, owner }) === undefined ? 'stale' : 'done';
+  }
+
+  /**
+   * Completes a batch of held jobs in one statement (JOB_COMPLETE_MANY); outcomes in the leases'
+   * order, each as {@link complete} would answer it. When every lease completed, that is all
+   * `done`; otherwise each lease is `done` exactly when its row now reads done under its token and
+   * owner (completed by this statement or by an earlier one whose reply was lost), else `stale`.
+   */
+  completeMany(leases: readonly JobLease[], nowMs: number): CompleteOutcome[] {
+    const held: [number, number, string | null][] = [];
+    const ids = new Array<number | null>(leases.length);
+    for (let i = 0; i < leases.length; i += 1) {
+      const lease = leases[i]!;
+      const id = parseJobId(lease.id);
+      ids[i] = id;
+      if (id !== null) held.push([id, lease.token, lease.leaseOwner ?? null]);
+    }
+    const changes =
+      held.length === 0 ? 0 : this.stmt.completeMany.run({ leases: JSON.stringify(held), now: nowMs }).changes;
+    if (changes === leases.length) return leases.map(() => 'done');
+    return leases.map((lease, i) => {
+      const id = ids[i];
+      if (id === null || id === undefined) return 'stale';
+      const owner = lease.leaseOwner ?? null;
+      return this.stmt.doneWithToken.get({ id, token: lease.token, owner }) === undefined ? 'stale' : 'done';
+    });
   }
 
   /** Records the attempt's error and applies the caller's decision (retry or park). */

@@ -344,7 +344,7 @@ export class SqliteStore implements Store {
     if (params.leases.length === 0) return [];
     return this.write(() => {
       const nowMs = this.clock(params.now);
-      return params.leases.map((lease) => this.jobs.complete(lease, nowMs));
+      return this.jobs.completeMany(params.leases, nowMs);
     });
   }
 
