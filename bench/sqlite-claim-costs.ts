@@ -133,8 +133,8 @@ function drain(form: Form, round: number): Costs {
     const done = db
       .transaction(() => {
         if (completions === 'batch') {
-          const held = leases.map((lease) => [lease.id, lease.token, 'bench']);
-          return completeMany.run({ leases: JSON.stringify(held), now: nowMs }).changes;
+          const held = leases.map((lease) => [lease.id, lease.token]);
+          return completeMany.run({ leases: JSON.stringify(held), owner: 'bench', now: nowMs }).changes;
         }
         let changes = 0;
         for (const lease of leases) {

@@ -1,8 +1,8 @@
 /**
  * The columns of a job row, the same in both stores' `jobs` tables (and, with `parked_at`, in
  * `dead_jobs`), in table order, and each one's position in a row read as an array: a claim reads
- * its rows that way on both stores (postgres/job-row.ts epochValuesToJob, sqlite/job-row.ts
- * valuesToJob), because building a keyed object per row was a large part of a claim's cost.
+ * its rows that way on both stores (claimedValuesToJob in postgres/job-row.ts and in
+ * sqlite/job-row.ts), because building a keyed object per row was a large part of a claim's cost.
  */
 export const JOB_COLUMNS = [
   'id',

@@ -247,7 +247,7 @@ describe('SqliteStore claim plan', () => {
       ).toBe('SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)');
       // A batch completion: its leases drive the join, one rowid seek each, never a walk of the
       // running rows through another index per lease.
-      expect(plan(jobSql.JOB_COMPLETE_MANY, { leases: '[[1, 1, "w"]]', now: 1 }), context).toEqual([
+      expect(plan(jobSql.JOB_COMPLETE_MANY, { leases: '[[1, 1]]', owner: 'w', now: 1 }), context).toEqual([
         'SCAN json_each VIRTUAL TABLE INDEX 1:',
         'SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)',
       ]);

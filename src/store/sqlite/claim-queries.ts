@@ -106,12 +106,25 @@ export const JOB_LAPSED = `
   ORDER BY priority, run_at, id LIMIT :limit`;
 
 /**
+ * What the claim answers for each column, in JOB_COLUMNS order: NULL for the five the claim itself
+ * set to the same value in every row (state 'running', lease_until, lease_owner, started_at) or
+ * that a running row never has (finished_at), and NULL for an empty errors list (nearly every
+ * claim), which claimedValuesToJob (job-row.ts) puts back. Each is a string or a number fewer to
+ * build per row (PostgreSQL's claim answers state and owner the same way: CLAIMED_COLUMN_FORMS).
+ */
+const CLAIMED_COLUMNS: readonly string[] = JOB_COLUMNS.map((column) => {
+  if (column === 'errors') return "nullif(errors, '[]')";
+  const setByClaim = ['state', 'lease_until', 'lease_owner', 'started_at', 'finished_at'] as const;
+  return (setByClaim as readonly string[]).includes(column) ? 'NULL' : column;
+});
+
+/**
  * Leases the candidates: running, new lease and owner, token + 1, attempts + 1. A candidate that
  * was already running lost its lease (its worker crashed or stalled), so that attempt's
  * lease_expired error is recorded first, numbered by the attempts before this claim.
  * Parameters: :ids (JSON array of candidate ids), :now, :lease_until, :owner, :message.
- * Result: the updated rows' JOB_COLUMNS, read as arrays, in no particular order (the caller
- * puts them in claim order).
+ * Result: the updated rows in CLAIMED_COLUMNS form, read as arrays, in no particular order (the
+ * caller puts them in claim order).
  * PostgreSQL: the same SET list in one UPDATE … FROM the locked candidates.
  */
 export const JOB_CLAIM_MANY = `
@@ -128,7 +141,7 @@ export const JOB_CLAIM_MANY = `
         'startedAt', started_at, 'owner', lease_owner))
       ELSE errors END
   WHERE id IN (SELECT value FROM json_each(:ids))
-  RETURNING ${JOB_COLUMNS.join(', ')}`;
+  RETURNING ${CLAIMED_COLUMNS.join(', ')}`;
 
 /** Where a claimed row (a JOB_COLUMNS array) holds its id. */
 const ID = JOB_COLUMN_AT.id;
@@ -178,7 +191,8 @@ export class SqliteClaimQueries {
   }
 
   /**
-   * Leases the candidates (JOB_CLAIM_MANY) and returns their rows (JOB_COLUMNS arrays) in the
+   * Leases the candidates (JOB_CLAIM_MANY) and returns their rows (CLAIMED_COLUMNS arrays, for
+   * claimedValuesToJob) in the
    * candidates' order, which is claim order.
    */
   leaseMany(

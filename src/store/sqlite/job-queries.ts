@@ -167,21 +167,22 @@ export const JOB_COMPLETE = `
   WHERE id = :id AND token = :token AND ${OWNER_MATCHES} AND state = 'running'`;
 
 /**
- * JOB_COMPLETE for a whole completion batch in one statement: each lease's row found by its id
+ * JOB_COMPLETE for the leases of one owner in one statement: each lease's row found by its id
  * (NOT INDEXED keeps the planner on the rowid, one seek per lease; without it SQLite drove the
  * join from the (state, queue, id) index and read every running row per lease, 16x slower than
  * completing row by row) and fenced as JOB_COMPLETE fences it. One statement instead of one per
- * job saves the per-statement binding, stepping and reset, about a fifth of a completion's cost.
- * Parameters: :leases (JSON array of [id, token, owner or null]), :now. Result: changes = the
- * leases completed now; a batch with fewer changes than leases is resolved lease by lease with
- * JOB_DONE_WITH_TOKEN (a lost reply's retry, a duplicate id or a stale lease).
+ * job saves the per-statement binding, stepping and reset, about a fifth of a completion's cost;
+ * the owner, the same for every job of a claim, is bound once rather than repeated in each
+ * element (a batch spans one or two claims).
+ * Parameters: :leases (JSON array of [id, token]), :owner (NULL = fenced by the token alone), :now.
+ * Result: changes = the leases completed now; a batch with fewer changes than leases is resolved
+ * lease by lease with JOB_DONE_WITH_TOKEN (a lost reply's retry, a duplicate id or a stale lease).
  * PostgreSQL: the same fence over unnest(ids, tokens, owners) in completeMany.
  */
 export const JOB_COMPLETE_MANY = `
   UPDATE jobs NOT INDEXED SET state = 'done', finished_at = :now, lease_until = NULL
-  FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS owner FROM json_each(:leases)) AS held
-  WHERE jobs.id = held.id AND jobs.token = held.token AND (held.owner IS NULL OR jobs.lease_owner = held.owner)
-    AND jobs.state = 'running'`;
+  FROM (SELECT value ->> 0 AS id, value ->> 1 AS token FROM json_each(:leases)) AS held
+  WHERE jobs.id = held.id AND jobs.token = held.token AND ${OWNER_MATCHES} AND jobs.state = 'running'`;
 
 /**
  * Tells a repeated completion from a refused one: the job is already done under this very token
@@ -536,16 +537,22 @@ export class SqliteJobQueries {
    * owner (completed by this statement or by an earlier one whose reply was lost), else `stale`.
    */
   completeMany(leases: readonly JobLease[], nowMs: number): CompleteOutcome[] {
-    const held: [number, number, string | null][] = [];
+    const byOwner = new Map<string | null, [number, number][]>();
     const ids = new Array<number | null>(leases.length);
     for (let i = 0; i < leases.length; i += 1) {
       const lease = leases[i]!;
       const id = parseJobId(lease.id);
       ids[i] = id;
-      if (id !== null) held.push([id, lease.token, lease.leaseOwner ?? null]);
+      if (id === null) continue;
+      const owner = lease.leaseOwner ?? null;
+      const held = byOwner.get(owner);
+      if (held) held.push([id, lease.token]);
+      else byOwner.set(owner, [[id, lease.token]]);
     }
-    const changes =
-      held.length === 0 ? 0 : this.stmt.completeMany.run({ leases: JSON.stringify(held), now: nowMs }).changes;
+    let changes = 0;
+    for (const [owner, held] of byOwner) {
+      changes += this.stmt.completeMany.run({ leases: JSON.stringify(held), owner, now: nowMs }).changes;
+    }
     if (changes === leases.length) return leases.map(() => 'done');
     return leases.map((lease, i) => {
       const id = ids[i];

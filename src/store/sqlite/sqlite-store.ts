@@ -106,7 +106,7 @@ import { SqliteClaimQueries } from './claim-queries.js';
 import { SqliteDashboardQueries } from './dashboard-queries.js';
 import { ForeignSubmitWatcher } from './foreign-submit-watcher.js';
 import { PRUNE_BATCH, SqliteJobQueries } from './job-queries.js';
-import { rowToJob, valuesToJob } from './job-row.js';
+import { claimedValuesToJob, rowToJob } from './job-row.js';
 import { runSqliteMigrations } from './migrations.js';
 import { SqliteScheduleQueries } from './schedule-queries.js';
 import { SqliteWorkerQueries } from './worker-queries.js';
@@ -291,14 +291,10 @@ export class SqliteStore implements Store {
       }
       const candidates = this.claims.candidates(nowMs, params.limit, params.queues, params, includeLapsed);
       if (candidates.length === 0) return { jobs: [], earliestMs: null, nowMs };
-      const rows = this.claims.leaseMany(candidates, {
-        nowMs,
-        leaseUntilMs: nowMs + leaseMs,
-        owner: params.owner,
-        message: LEASE_EXPIRED_MESSAGE,
-      });
+      const lease = { nowMs, leaseUntilMs: nowMs + leaseMs, owner: params.owner };
+      const rows = this.claims.leaseMany(candidates, { ...lease, message: LEASE_EXPIRED_MESSAGE });
       const policies = new ClaimedRetryPolicies();
-      const jobs = rows.map((row) => valuesToJob(row, policies) as ClaimedJob);
+      const jobs = rows.map((row) => claimedValuesToJob(row, lease, policies));
       const planned = this.applyClaimedRunPlan(jobs, nowMs);
       return { jobs: planned.jobs, earliestMs: planned.earliestMs, nowMs };
     });
