@@ -19,9 +19,11 @@ import {
   type OpenStoreOptions,
 } from './store/open-store.js';
 import {
+  DEFAULT_COMPLETION_BATCH_SIZE,
   DEFAULT_LEASE_MS,
   DEFAULT_LOCAL_POLL_INTERVAL_MS,
   DEFAULT_POLL_INTERVAL_MS,
+  IN_PROCESS_COMPLETION_BATCH_SIZE,
   resolveWorkerOptions,
   type WorkerOptions,
 } from './worker/worker-options.js';
@@ -223,7 +225,7 @@ const WORKER_SPECS = {
   claimBatchSize: {
     kind: 'integer',
     description: 'most jobs leased by one claim',
-    defaultText: "min(concurrency + prefetch, 1000), prefetch counting as 500 when 'auto'",
+    defaultText: "min(concurrency + prefetch, 1000), prefetch counting as 500 when 'auto' (1000 on SQLite)",
   },
   maxConcurrentClaims: {
     kind: 'integer',
@@ -233,7 +235,7 @@ const WORKER_SPECS = {
   completionBatchSize: {
     kind: 'integer',
     description: 'most completions written in one round trip',
-    defaultText: String(WORKER_DEFAULTS.completionBatchSize),
+    defaultText: `${DEFAULT_COMPLETION_BATCH_SIZE} (${IN_PROCESS_COMPLETION_BATCH_SIZE} on SQLite)`,
   },
   completionFlushMs: {
     kind: 'integer',

@@ -73,6 +73,14 @@ export interface StoreCapabilities {
    * False for an embedded store (SQLite), whose writes never cross a connection.
    */
   reservableJobIds: boolean;
+  /**
+   * The database runs inside this process (SQLite): every statement runs on the calling thread,
+   * so a second claim in flight cannot overlap the first (nor the handlers), and each
+   * transaction's fixed cost (BEGIN IMMEDIATE, the commit's WAL writes) is paid on that thread in
+   * full. The worker's automatic defaults then lease the whole room in one claim and write
+   * completions 1,000 at a time (src/worker/worker-options.ts; decision 0016).
+   */
+  inProcess: boolean;
 }
 
 /** An optional pinned instant; omitted in production so the database clock decides. */

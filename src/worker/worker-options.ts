@@ -69,11 +69,14 @@ export interface WorkerOptions {
    * buffer; `0` claims only for free slots, so across workers jobs start in strict priority order.
    */
   prefetch?: number | 'auto' | undefined;
-  /** Most jobs leased by one claim; default min(concurrency + prefetch, 1000), prefetch counting as 500 when `'auto'`. */
+  /**
+   * Most jobs leased by one claim; default min(concurrency + prefetch, 1000), prefetch counting as
+   * 500 when `'auto'` (as 1,000 on SQLite, whose claims run one after another on this thread).
+   */
   claimBatchSize?: number | undefined;
   /** Claims in flight at once, so the next batch is on its way while one is being leased; default 2. */
   maxConcurrentClaims?: number | undefined;
-  /** Most completions written in one round trip; default 500. */
+  /** Most completions written in one round trip; default 500 (1,000 on SQLite). */
   completionBatchSize?: number | undefined;
   /** How long a completion waits for others to share its round trip, ms; default 1. */
   completionFlushMs?: number | undefined;
@@ -115,7 +118,20 @@ export const DEFAULT_LOCAL_POLL_INTERVAL_MS = 50;
 export interface WorkerOptionContext {
   /** Other processes' submits wake this worker (the store's `listenNotify` capability). */
   crossProcessWakeUps: boolean;
+  /**
+   * The store's statements run on this process's thread (its `inProcess` capability, SQLite):
+   * under `prefetch: 'auto'` one claim leases the whole room, and completions go 1,000 at a time.
+   */
+  inProcessStore?: boolean;
 }
+
+/** Completions written in one round trip (`completionBatchSize`) by default. */
+export const DEFAULT_COMPLETION_BATCH_SIZE = 500;
+/**
+ * The same where the store runs in the process (SQLite): a batch costs its thread a transaction's
+ * fixed cost whatever its size, and no round trip is saved by writing sooner (decision 0016).
+ */
+export const IN_PROCESS_COMPLETION_BATCH_SIZE = 1000;
 
 /** Shortest lease accepted: below this a single slow round trip outlives the lease. */
 export const MIN_LEASE_MS = 100;
@@ -262,16 +278,27 @@ export function resolveWorkerOptions(
     // Under 'auto' a claim leases half the largest buffer beyond the slots, so on a deep backlog two
     // claims are in flight (maxConcurrentClaims): the next batch is leased while the last one runs,
     // instead of the worker waiting on each claim in turn (one claim of 1,000 was no faster than
-    // one of 524: the claim loop, not the claim size, was the bottleneck; decision 0015).
+    // one of 524: the claim loop, not the claim size, was the bottleneck; decision 0015). A store
+    // in this process runs a claim on this thread, so two never overlap: one claim leases the
+    // whole room, one transaction instead of two (decision 0016).
     claimBatchSize: integer(
       'claimBatchSize',
       options.claimBatchSize,
-      Math.min(concurrency + (prefetchAuto ? AUTO_CLAIM_PREFETCH : prefetch), 1000),
+      Math.min(
+        concurrency + (prefetchAuto ? (context.inProcessStore ? AUTO_PREFETCH_MAX : AUTO_CLAIM_PREFETCH) : prefetch),
+        1000,
+      ),
       1,
       10_000,
     ),
     maxConcurrentClaims: integer('maxConcurrentClaims', options.maxConcurrentClaims, 2, 1, 16),
-    completionBatchSize: integer('completionBatchSize', options.completionBatchSize, 500, 1, 10_000),
+    completionBatchSize: integer(
+      'completionBatchSize',
+      options.completionBatchSize,
+      context.inProcessStore ? IN_PROCESS_COMPLETION_BATCH_SIZE : DEFAULT_COMPLETION_BATCH_SIZE,
+      1,
+      10_000,
+    ),
     completionFlushMs: integer('completionFlushMs', options.completionFlushMs, 1, 0, 1000),
   };
 }

@@ -142,7 +142,10 @@ export class Worker {
 
   /** Validates `options` (throws ConfigurationError) and prepares the worker; `start()` runs it. */
   constructor(deps: WorkerDependencies, options: WorkerOptions = {}) {
-    this.options = resolveWorkerOptions(options, { crossProcessWakeUps: deps.store.capabilities.listenNotify });
+    this.options = resolveWorkerOptions(options, {
+      crossProcessWakeUps: deps.store.capabilities.listenNotify,
+      inProcessStore: deps.store.capabilities.inProcess,
+    });
     this.writesAhead = this.options.concurrency * 4 + 1000;
     this.completionsAhead = Math.max(this.options.completionBatchSize * 4, this.writesAhead);
     this.id = this.options.id;

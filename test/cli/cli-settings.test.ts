@@ -66,7 +66,7 @@ describe('the settings cover every option', () => {
   });
 
   it('states the defaults the library really applies', () => {
-    const sqlite = resolveWorkerOptions({}, { crossProcessWakeUps: false });
+    const sqlite = resolveWorkerOptions({}, { crossProcessWakeUps: false, inProcessStore: true });
     const postgres = resolveWorkerOptions({}, { crossProcessWakeUps: true });
     const help = commandAt(['work']).helpInformation().replace(/\s+/g, ' ');
     const defaultOf = (flag: string) => new RegExp(`${flag} <[a-z]+>.*?\\(default: ([^;]*);`).exec(help)?.[1];
@@ -81,14 +81,24 @@ describe('the settings cover every option', () => {
     expect(postgres.prefetchAuto).toBe(true);
     expect(defaultOf('--prefetch')).toBe('auto');
     expect(defaultOf('--claim-batch-size')).toBe(
-      "min(concurrency + prefetch, 1000), prefetch counting as 500 when 'auto'",
+      "min(concurrency + prefetch, 1000), prefetch counting as 500 when 'auto' (1000 on SQLite)",
     );
     expect(resolveWorkerOptions({ concurrency: 7, prefetch: 5 }).claimBatchSize).toBe(12);
     expect(resolveWorkerOptions({ concurrency: 7 }).claimBatchSize).toBe(507);
+    expect(
+      resolveWorkerOptions({ concurrency: 7 }, { crossProcessWakeUps: false, inProcessStore: true }).claimBatchSize,
+    ).toBe(1000);
+    expect(
+      resolveWorkerOptions({ concurrency: 7, prefetch: 5 }, { crossProcessWakeUps: false, inProcessStore: true })
+        .claimBatchSize,
+    ).toBe(12);
     expect(resolveWorkerOptions({ concurrency: 7, prefetch: 'auto' }).prefetchAuto).toBe(true);
     expect(resolveWorkerOptions({ prefetch: 0 }).prefetchAuto).toBe(false);
     expect(defaultOf('--max-concurrent-claims')).toBe(String(postgres.maxConcurrentClaims));
-    expect(defaultOf('--completion-batch-size')).toBe(String(postgres.completionBatchSize));
+    expect(defaultOf('--completion-batch-size')).toBe(
+      `${postgres.completionBatchSize} (${sqlite.completionBatchSize} on SQLite)`,
+    );
+    expect([postgres.completionBatchSize, sqlite.completionBatchSize]).toEqual([500, 1000]);
     expect(defaultOf('--completion-flush-ms')).toBe(String(postgres.completionFlushMs));
     expect(defaultOf('--registry-ttl-ms')).toBe(String(postgres.registryTtlMs));
     expect(defaultOf('--connect-timeout-ms')).toBe('30000');

@@ -45,14 +45,19 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     );
     expect(docket.worker({ concurrency: 4, prefetch: 6 }).options.claimBatchSize).toBe(10);
     // 'auto' may buffer up to two claims' worth (1,000) but claims the slots plus 500 at a time,
-    // so on a deep backlog a second claim fits in flight beside the first.
+    // so on a deep backlog a second claim fits in flight beside the first; a store in this
+    // process (SQLite) runs claims one after another on this thread, so one claim takes the whole
+    // room, and completions go 1,000 at a time (decision 0016).
     const auto = docket.worker({ concurrency: 24 }).options;
-    expect([auto.prefetchAuto, auto.prefetch, auto.claimBatchSize, auto.maxConcurrentClaims]).toEqual([
-      true,
-      1000,
-      524,
-      2,
-    ]);
+    const inProcess = docket.store.capabilities.inProcess;
+    expect(inProcess).toBe(kind === 'sqlite');
+    expect([
+      auto.prefetchAuto,
+      auto.prefetch,
+      auto.claimBatchSize,
+      auto.maxConcurrentClaims,
+      auto.completionBatchSize,
+    ]).toEqual([true, 1000, inProcess ? 1000 : 524, 2, inProcess ? 1000 : 500]);
   });
 
   it('with room for two claims, keeps the next one in flight while the last one is leased, and runs each once', async () => {
@@ -81,6 +86,35 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     await worker.stop();
     expect(mostInFlight).toBe(2);
     expect(largestClaim).toBe(504);
+    expectEachRanOnce();
+  });
+
+  it('by default, on a deep backlog, claims the slots plus 500 at a time (PostgreSQL) or the whole room at once (SQLite), and runs each once', async () => {
+    const docket = await open();
+    const total = 6000;
+    const { expectEachRanOnce } = await queueCountedJobs(docket, 'prefetch.default-claims', total);
+    const store = docket.store;
+    const claim = store.jobClaim.bind(store);
+    const completeMany = store.jobCompleteMany.bind(store);
+    let largestClaim = 0;
+    let largestCompletion = 0;
+    store.jobClaim = async (params) => {
+      const claimed = await claim(params);
+      largestClaim = Math.max(largestClaim, claimed.length);
+      return claimed;
+    };
+    store.jobCompleteMany = async (params) => {
+      largestCompletion = Math.max(largestCompletion, params.leases.length);
+      return completeMany(params);
+    };
+    const worker = docket.worker({ ...QUICK, concurrency: 24 });
+    await worker.start();
+    await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
+    await worker.stop();
+    const inProcess = store.capabilities.inProcess;
+    // The buffer grows with the observed rate, so a claim reaches its bound once the rate is known.
+    expect(largestClaim).toBe(inProcess ? 1000 : 524);
+    expect(largestCompletion).toBeLessThanOrEqual(inProcess ? 1000 : 500);
     expectEachRanOnce();
   });
 

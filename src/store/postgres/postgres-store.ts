@@ -277,6 +277,7 @@ export class PostgresStore implements Store {
       skipLocked: true,
       callerTransactions: true,
       reservableJobIds: true,
+      inProcess: false,
     });
     this.queries = parts.queries;
     this.dashboard = new PostgresDashboardQueries(parts.schema, wakeChannel(parts.schema));

@@ -119,6 +119,7 @@ export class DeferredShardStore implements Store {
       skipLocked: true,
       callerTransactions: true,
       reservableJobIds: true,
+      inProcess: false,
     });
     if (firstAttempt) {
       this.abortOpening = firstAttempt.abort;

@@ -277,6 +277,7 @@ export class ShardedStore implements Store, ShardAdmin {
       // A caller's transaction is one connection to one database; a sharded write spans several.
       callerTransactions: false,
       reservableJobIds: true,
+      inProcess: false,
     });
   }
 

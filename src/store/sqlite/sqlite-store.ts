@@ -138,6 +138,7 @@ export class SqliteStore implements Store {
     skipLocked: false,
     callerTransactions: false,
     reservableJobIds: false,
+    inProcess: true,
   };
 
   /** Migration versions this open applied (empty when the file was already current). */
