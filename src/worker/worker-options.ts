@@ -64,7 +64,8 @@ export interface WorkerOptions {
    *
    * Default `'auto'`: only while claims come back full (a backlog deeper than one claim), the
    * buffer holds what this worker finishes in about 250 ms at its observed rate, at most 1,000
-   * (claimed 500 beyond the free slots at a time, so two claims can be in flight); with
+   * (claimed 500 beyond the free slots at a time, so two claims can be in flight; on SQLite, whose
+   * claims run one after another on this thread, 1,000 at once); with
    * no backlog, or slow handlers, it is empty (see adaptive-prefetch.ts). A number fixes the
    * buffer; `0` claims only for free slots, so across workers jobs start in strict priority order.
    */
