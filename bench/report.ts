@@ -153,7 +153,7 @@ function check(name: string, met: boolean | null, detail: string): Target {
 function drainSection(bench: BenchResults, targets: Target[]): string[] {
   const out: string[] = [];
   const sets = paramSets(bench, 'drain', ['jobs', 'procs']);
-  const pgLabels = labels(bench, 'drain').filter((label) => label !== 'docket-sqlite');
+  const pgLabels = labels(bench, 'drain').filter((label) => !isSqliteLabel(label));
   if (sets.length === 0 || pgLabels.length === 0) return out;
   out.push('## 1. Drain', '');
   out.push(
@@ -638,20 +638,30 @@ function isDocketSqlite(label: string): boolean {
   return label === 'docket-sqlite' || label.startsWith('docket-sqlite (');
 }
 
+/** Docket on SQLite, this tree's or the baseline checkout's (`docket-sqlite-baseline`). */
+function isSqliteLabel(label: string): boolean {
+  return isDocketSqlite(label) || label === 'docket-sqlite-baseline' || label.startsWith('docket-sqlite-baseline (');
+}
+
 function sqliteSection(bench: BenchResults, targets: Target[]): string[] {
   const label = bench.runs.find((run) => isDocketSqlite(run.label))?.label ?? 'docket-sqlite';
+  const baseline = bench.runs.find((run) => isSqliteLabel(run.label) && !isDocketSqlite(run.label))?.label;
+  const shown = baseline ? [label, baseline] : [label];
   const drains = bench.runs.filter((run) => run.label === label && run.workload === 'drain');
   const streams = bench.runs.filter((run) => run.label === label && run.workload === 'stream');
   if (drains.length + streams.length === 0) return [];
   const out = ['## 6. Embedded: SQLite', ''];
+  if (baseline) out.push(`${baseline} is the DOCKET_BASELINE checkout on SQLite, run in the same rounds.`, '');
   const dsets = paramSets(bench, 'drain', ['jobs', 'procs']).filter((p) => runsOf(bench, 'drain', label, p).length > 0);
+  const rate = (which: string, p: Record<string, string | number>) =>
+    cell(runsOf(bench, 'drain', which, p), 'jobsPerSec');
   out.push(
     table(
-      ['drain', 'jobs/s', 'peak RSS MiB'],
+      ['drain', ...shown.flatMap((l) => [`${l} jobs/s`, 'peak RSS MiB']), ...(baseline ? ['this ÷ baseline'] : [])],
       dsets.map((p) => [
         `${p.jobs} jobs × ${p.procs} proc`,
-        show(cell(runsOf(bench, 'drain', label, p), 'jobsPerSec')),
-        show(cell(runsOf(bench, 'drain', label, p), 'peakRssMb')),
+        ...shown.flatMap((l) => [show(rate(l, p)), show(cell(runsOf(bench, 'drain', l, p), 'peakRssMb'))]),
+        ...(baseline ? [ratioText(rate(label, p).value, rate(baseline, p).value)] : []),
       ]),
     ),
     '',
@@ -659,23 +669,24 @@ function sqliteSection(bench: BenchResults, targets: Target[]): string[] {
   const ssets = paramSets(bench, 'stream', ['ratePerSec']).filter((p) => runsOf(bench, 'stream', label, p).length > 0);
   out.push(
     table(
-      ['stream', 'p50 ms', 'p99 ms', 'max ms', 'backlog'],
-      ssets.map((p) => {
-        const runs = runsOf(bench, 'stream', label, p);
-        return [
-          `${p.ratePerSec}/s`,
-          show(cell(runs, 'latencyP50Ms')),
-          show(cell(runs, 'latencyP99Ms')),
-          show(cell(runs, 'latencyMaxMs')),
-          runs.some((r) => r.metrics.backlogGrew === 1) ? '**grew**' : 'flat',
-        ];
-      }),
+      ['stream', 'system', 'p50 ms', 'p99 ms', 'max ms', 'backlog'],
+      ssets.flatMap((p) =>
+        shown.map((l) => {
+          const runs = runsOf(bench, 'stream', l, p);
+          return [
+            `${p.ratePerSec}/s`,
+            l,
+            show(cell(runs, 'latencyP50Ms')),
+            show(cell(runs, 'latencyP99Ms')),
+            show(cell(runs, 'latencyMaxMs')),
+            runs.some((r) => r.metrics.backlogGrew === 1) ? '**grew**' : 'flat',
+          ];
+        }),
+      ),
     ),
     '',
   );
-  const best = Math.max(
-    ...dsets.map((p) => cell(runsOf(bench, 'drain', label, p), 'jobsPerSec').value).filter(Number.isFinite),
-  );
+  const best = Math.max(...dsets.map((p) => rate(label, p).value).filter(Number.isFinite));
   targets.push(
     // Issue 17's bar (it was 20,000 before).
     check('SQLite ≥ 50,000 jobs/s drained', Number.isFinite(best) ? best >= 50_000 : null, `best drain ${fmt(best)}/s`),

@@ -208,7 +208,9 @@ function configFor(system: SystemName, variant: Variant): SystemConfig {
     variant,
     concurrency,
     databaseUrl:
-      system === 'docket-sqlite' ? `sqlite:${join(scratchDir, 'docket-bench.db')}` : databaseUrl(scratchName(system)),
+      system === 'docket-sqlite' || system === 'docket-sqlite-baseline'
+        ? `sqlite:${join(scratchDir, `${system}.db`)}`
+        : databaseUrl(scratchName(system)),
     redisUrl: REDIS_URL,
     redisPrefix: 'docket-bench',
     nodePath: isLatestSystem(system) ? latestNodePath() : undefined,
@@ -550,7 +552,12 @@ async function main(): Promise<void> {
     if (!SYSTEM_NAMES.includes(system)) throw new Error(`unknown system ${system}; known: ${SYSTEM_NAMES.join(', ')}`);
   const contenders = await contendersFor(requested, unavailable);
   const docket = contenders.filter((c) => c.module.name === 'docket');
-  const [sqlite] = requested.includes('docket') ? await contendersFor(['docket-sqlite'], unavailable) : [];
+  // Docket on SQLite (its default configuration), and the baseline checkout on SQLite beside it
+  // when docket-baseline is requested too.
+  const sqliteSystems: SystemName[] = requested.includes('docket')
+    ? ['docket-sqlite', ...(requested.includes('docket-baseline') ? (['docket-sqlite-baseline'] as const) : [])]
+    : [];
+  const sqliteContenders = (await contendersFor(sqliteSystems, unavailable)).filter((c) => c.variant === 'default');
   // The raw-SQL reference belongs to the limit (and to the backlog drains): it joins the drains
   // only, since its store side is Docket's and every other workload would measure Docket again.
   const [reference] =
@@ -571,7 +578,7 @@ async function main(): Promise<void> {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     machine: await machineInfo(),
     options: { rounds, concurrency, maxMinutes, workloads: [...only], sizes: SIZES },
-    configs: [...drainContenders, ...(sqlite ? [sqlite] : [])].map((c) => ({
+    configs: [...drainContenders, ...sqliteContenders].map((c) => ({
       label: c.label,
       system: c.module.name,
       variant: c.variant,
@@ -724,17 +731,17 @@ async function main(): Promise<void> {
       log(`dashboard: every page's API calls over ${rows.toLocaleString('en')} + ${rows.toLocaleString('en')} rows`);
       bench.dashboard = await runDashboardBench({ pending: rows, finished: rows, stores: ['postgres', 'sqlite'], log });
     }
-    if (only.has('sqlite') && sqlite) {
+    if (only.has('sqlite') && sqliteContenders.length > 0) {
       for (const n of SIZES.drainJobs) {
         for (const procs of SIZES.drainProcs) {
-          await alternate([sqlite], 'drain', { jobs: n, procs }, results, (c, round) =>
+          await alternate(sqliteContenders, 'drain', { jobs: n, procs }, results, (c, round) =>
             drainRun(c, n, procs, { round, capMs: SIZES.drainCapMs }),
           );
         }
       }
       for (const rate of SIZES.streamRates) {
         await alternate(
-          [sqlite],
+          sqliteContenders,
           'stream',
           { ratePerSec: rate, durationMs: SIZES.streamMs, procs: 1 },
           results,
@@ -773,7 +780,7 @@ async function main(): Promise<void> {
       }));
     }
   } finally {
-    for (const contender of [...drainContenders, ...(sqlite ? [sqlite] : [])]) {
+    for (const contender of [...drainContenders, ...sqliteContenders]) {
       await contender.module
         .destroy(contender.config)
         .catch((error: Error) => log(`cleanup ${contender.label}: ${error.message}`));

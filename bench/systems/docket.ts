@@ -6,7 +6,8 @@
  *
  * `docket-baseline` is the same driver on another checkout of Docket (the directory named by
  * DOCKET_BASELINE, with its own node_modules), so a change is measured against the code it
- * replaces side by side, in the same rounds, on the same loaded machine.
+ * replaces side by side, in the same rounds, on the same loaded machine; `docket-sqlite-baseline`
+ * is that checkout on SQLite, beside `docket-sqlite` (requested with `--systems docket,docket-baseline`).
  */
 import { rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -51,7 +52,7 @@ async function loadBaselineDocket(): Promise<DocketClass> {
 }
 
 function docketModule(name: SystemName, loadDocket: () => Promise<DocketClass> = async () => Docket): SystemModule {
-  const sqlite = name === 'docket-sqlite';
+  const sqlite = name === 'docket-sqlite' || name === 'docket-sqlite-baseline';
   async function open(config: SystemConfig): Promise<Docket> {
     return (await loadDocket()).open({ url: config.databaseUrl, schema: SCHEMA });
   }
@@ -150,3 +151,6 @@ export const docketSqliteSystem: SystemModule = docketModule('docket-sqlite');
 
 /** Docket on PostgreSQL from the DOCKET_BASELINE checkout, for before/after comparisons. */
 export const docketBaselineSystem: SystemModule = docketModule('docket-baseline', loadBaselineDocket);
+
+/** Docket on an embedded SQLite file from the DOCKET_BASELINE checkout, beside `docket-sqlite`. */
+export const docketSqliteBaselineSystem: SystemModule = docketModule('docket-sqlite-baseline', loadBaselineDocket);

@@ -16,6 +16,7 @@ export const SYSTEM_NAMES = [
   'docket',
   'docket-sqlite',
   'docket-baseline',
+  'docket-sqlite-baseline',
   'docket-sharded',
   'graphile-worker',
   'pg-boss',
@@ -103,9 +104,11 @@ export async function loadSystem(name: SystemName): Promise<SystemModule> {
   switch (name) {
     case 'docket':
     case 'docket-sqlite':
-    case 'docket-baseline': {
+    case 'docket-baseline':
+    case 'docket-sqlite-baseline': {
       const module = await import('./docket.js');
       if (name === 'docket-baseline') return module.docketBaselineSystem;
+      if (name === 'docket-sqlite-baseline') return module.docketSqliteBaselineSystem;
       return name === 'docket' ? module.docketSystem : module.docketSqliteSystem;
     }
     case 'docket-sharded':

@@ -251,7 +251,8 @@ export interface ListPageParams {
 
 /**
  * Jobs by the {@link JobFilter} (states, queue, kind, id and run-at ranges, payload equality).
- * Each store serves state + queue (+ id order) from an index (jobs (state, queue, id),
+ * Each store serves state + queue (+ id order) from an index (PostgreSQL: jobs (state, queue, id);
+ * SQLite: a (queue, id) index per piling-up state and the running rows' lease index; both:
  * dead_jobs (queue, id)); the other tests filter the rows that range reads.
  *
  * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.

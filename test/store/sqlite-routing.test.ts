@@ -52,7 +52,7 @@ describe('SqliteStore: routing', () => {
 
     const store = await SqliteStore.open(path);
     stores.push(store);
-    expect(store.appliedMigrations).toEqual([3, 4]);
+    expect(store.appliedMigrations).toEqual([3, 4, 5]);
     const check = new Database(path, { readonly: true });
     const indexes = check
       .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' ORDER BY name`)

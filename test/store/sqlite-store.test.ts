@@ -11,7 +11,9 @@ import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
+import { checkBulkApplyParams, checkCountParams, checkListParams } from '../../src/store/dashboard-params.js';
 import * as claimSql from '../../src/store/sqlite/claim-queries.js';
+import { SqliteDashboardQueries } from '../../src/store/sqlite/dashboard-queries.js';
 import { ForeignSubmitWatcher } from '../../src/store/sqlite/foreign-submit-watcher.js';
 import * as jobSql from '../../src/store/sqlite/job-queries.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
@@ -225,12 +227,12 @@ describe('SqliteStore claim plan', () => {
       expect(plan(jobSql.JOB_DUE_PENDING_COUNT, params), context).toEqual([
         'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority=? AND run_at<?)',
       ]);
-      // The next pending queue: a seek in the claim index or in the dashboard's (state, queue, id)
-      // index (migration 4), whichever the planner takes; either is one index step, never a scan.
+      // The next pending queue: a seek in the claim index or in the dashboard's pending (queue, id)
+      // index (migration 5), whichever the planner takes; either is one index step, never a scan.
       const nextQueue = plan(claimSql.JOB_PENDING_NEXT_QUEUE, params);
       expect(nextQueue, context).toHaveLength(1);
       expect(nextQueue[0], context).toMatch(
-        /^SEARCH jobs USING COVERING INDEX (jobs_pending_kind_claim \(queue>\?\)|jobs_state_queue_id \(state=\? AND queue>\?\))$/,
+        /^SEARCH jobs USING COVERING INDEX (jobs_pending_kind_claim|jobs_pending_queue_id) \(queue>\?\)$/,
       );
       expect(plan(claimSql.JOB_PENDING_NEXT_KIND, params), context).toEqual([
         'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind>?)',
@@ -278,6 +280,143 @@ describe('SqliteStore claim plan', () => {
     expect(claimed.map((job) => job.kind)).toEqual(['due-a', 'due-b', 'due-c']);
     expect(claimed.map((job) => job.id)).toEqual([results[1]?.id, results[2]?.id, results[0]?.id]);
     expect(await store.jobNextRunAt({ now })).toEqual(new Date(100_001));
+  });
+});
+
+describe('SqliteStore dashboard plans', () => {
+  const path = tempFile();
+  let raw: Database.Database;
+
+  beforeAll(async () => {
+    await (await openStore(path)).close();
+    raw = new Database(path);
+    // 200,000 done and 100,000 pending jobs over three queues, a thousand cancelled, fifty running.
+    const fill = (n: number, state: string, extra = '') =>
+      raw.exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ${n})
+        INSERT INTO jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at,
+                          finished_at, lease_until, lease_owner)
+        SELECT 'k' || (x % 5), 'q' || (x % 3), '{"c":' || (x % 100) || '}', 0, '${state}', 1000 + x, 5, '{}', 0, ${extra}`);
+    fill(200_000, 'done', '2000 + x, NULL, NULL FROM n');
+    fill(100_000, 'pending', 'NULL, NULL, NULL FROM n');
+    fill(1_000, 'cancelled', '2000 + x, NULL, NULL FROM n');
+    fill(50, 'running', "NULL, 5000 + x, 'w' FROM n");
+  }, 60_000);
+
+  afterAll(() => raw.close());
+
+  it('keeps one (queue, id) index per piling-up state and none over running rows (migration 5)', () => {
+    const indexes = raw
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' AND sql IS NOT NULL ORDER BY name",
+      )
+      .pluck()
+      .all();
+    expect(indexes).toEqual([
+      'jobs_cancelled_queue_id',
+      'jobs_done_queue_id',
+      'jobs_finished',
+      'jobs_idempotency_scope',
+      'jobs_pending_kind_claim',
+      'jobs_pending_queue_id',
+      'jobs_running_lease',
+      'jobs_schedule_slot',
+    ]);
+  });
+
+  it("reads every state's lists, counts and bulk batches from that state's index, before and after ANALYZE", () => {
+    // Every statement the dashboard prepares, recorded, then planned.
+    const sqls = new Set<string>();
+    const recording = new Proxy(raw, {
+      get(target, key) {
+        if (key === 'prepare') {
+          return (sql: string) => {
+            sqls.add(sql);
+            return target.prepare(sql);
+          };
+        }
+        const value = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const dashboard = new SqliteDashboardQueries(recording);
+    const stateSets = [
+      ['pending'],
+      ['running'],
+      ['done'],
+      ['cancelled'],
+      ['pending', 'running'],
+      ['done', 'cancelled', 'dead'],
+    ] as const;
+    for (const queue of [undefined, 'q1']) {
+      for (const states of stateSets) {
+        for (const order of ['asc', 'desc'] as const) {
+          const page = dashboard.list(checkListParams({ states: [...states], queue, limit: 50, order }));
+          expect(page.length, `${states} ${queue} ${order}`).toBeGreaterThan(0);
+          dashboard.list(
+            checkListParams({ states: [...states], queue, kind: 'k1', limit: 50, order, afterId: '150000' }),
+          );
+        }
+      }
+      for (const action of ['cancel', 'reschedule'] as const) {
+        const filter = {
+          queue,
+          states: action === 'cancel' ? (['pending', 'running'] as const) : (['pending'] as const),
+        };
+        dashboard.countMatching(checkCountParams({ action, filter: { ...filter, states: [...filter.states] } }), 10);
+        const bulk = checkBulkApplyParams({
+          action,
+          filter: { ...filter, states: [...filter.states] },
+          limit: 100,
+          afterId: '100',
+          ...(action === 'reschedule' ? { runAt: new Date(1) } : {}),
+        });
+        expect(dashboard.batchIds(bulk, bulk.afterId, bulk.limit)).toHaveLength(100);
+      }
+    }
+    // A small bound, so every part is past it and estimated from its index too.
+    const counts = dashboard.queueCounts(10_000, 10, [{ queue: 'q1', kind: 'k1', priority: 0 }]);
+    expect(counts.map((c) => c.queue)).toEqual(['q0', 'q1', 'q2']);
+
+    const planOf = (sql: string) => {
+      const names = [...new Set([...sql.matchAll(/:([a-z_]+)/g)].map((m) => m[1] as string))];
+      return raw
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(Object.fromEntries(names.map((name) => [name, 1])))
+        .map((row) => (row as { detail: string }).detail);
+    };
+    const jobReads = [...sqls].filter((sql) => /\bFROM jobs\b/.test(sql));
+    expect(jobReads.length).toBeGreaterThan(20);
+    for (const analyzed of [false, true]) {
+      if (analyzed) raw.exec('ANALYZE');
+      for (const sql of jobReads) {
+        const steps = planOf(sql);
+        const context = `analyzed: ${analyzed}\n${sql}\n${steps.join('\n')}`;
+        // A walk of the whole table only in id order without a queue (it stops after one page);
+        // a sort only of the running rows.
+        if (!/NOT INDEXED/.test(sql))
+          expect(
+            steps.filter((step) => /^SCAN (jobs|j|x)$/.test(step)),
+            context,
+          ).toEqual([]);
+        if (!/jobs_running_lease/.test(sql))
+          expect(
+            steps.filter((step) => /TEMP B-TREE/.test(step)),
+            context,
+          ).toEqual([]);
+        for (const state of ['pending', 'done', 'cancelled']) {
+          if (sql.includes(`.state = '${state}'`) && /\.queue = :/.test(sql) && !/kind = :kind/.test(sql)) {
+            expect(
+              steps.some((step) => step.includes(`INDEX jobs_${state}_queue_id (queue=?`)),
+              context,
+            ).toBe(true);
+          }
+        }
+        expect(
+          steps.some((step) => step.includes('jobs_state_queue_id')),
+          context,
+        ).toBe(false);
+      }
+    }
   });
 });
 

@@ -61,9 +61,10 @@ export const JOB_DUE_PENDING = `
   WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now
   ORDER BY run_at, id LIMIT :limit`;
 
-// The lapsed-lease reads name their index (INDEXED BY): without statistics SQLite would take the
-// dashboard's (state, queue, id) index (migration 4) for `state = 'running'` and walk every
-// running row on every claim, where jobs_running_lease reads only the lapsed ones.
+// The lapsed-lease reads name their index (INDEXED BY): without statistics SQLite could take
+// another index for `state = 'running'` (the dashboard's (state, queue, id) index did, until
+// migration 5 replaced it) and walk every running row on every claim, where jobs_running_lease
+// reads only the lapsed ones.
 
 /**
  * Running jobs whose lease lapsed and whose attempts are used up: the claim parks them all

@@ -9,7 +9,9 @@
  * `$."key"` path (the type check keeps `true` from matching 1); SQLite has no planner row
  * estimate, so a count past its bound is extrapolated from the id density of the first `bound`
  * index entries of its range (exact for contiguous ids) and flagged estimated; a retry batch moves
- * its rows one statement pair each (in one transaction), reusing the single retry's SQL.
+ * its rows one statement pair each (in one transaction), reusing the single retry's SQL; and the
+ * jobs table has no (state, queue, id) index but one (queue, id) index per state that piles up
+ * (decision 0017), so every state is read on its own and pages are merged by id here.
  */
 import type Database from 'better-sqlite3';
 import type { JobFilter } from '../../job/job-filter.js';
@@ -73,23 +75,56 @@ function filterConditions(params: Params, filter: JobFilter, a: string): string[
 }
 
 /**
- * The state condition. `byIdOnly` writes it as `+state` (SQLite's way to keep a term from
- * choosing an index): without a queue, the (state, queue, id) index cannot deliver id order, and
- * SQLite would read a whole state's entries and sort them (seconds at a million rows) where the
- * primary key walks in id order and stops after one page.
+ * Where the rows of one state in the jobs table are read from (migration 5, decision 0017): a
+ * partial (queue, id) index per state that piles up, and for the few running rows the lapsed-lease
+ * search's index. Each read names its state as a literal (SQLite uses a partial index only for a
+ * WHERE that repeats its predicate) and its index by INDEXED BY, so no plan depends on statistics.
  */
-function stateCondition(params: Params, states: readonly string[], a: string, byIdOnly = false): string {
-  const column = byIdOnly ? `+${a}.state` : `${a}.state`;
-  if (states.length === 1) {
-    params.f_state = states[0];
-    return `${column} = :f_state`;
+const STATE_INDEX: Readonly<Record<string, string>> = {
+  pending: 'jobs_pending_queue_id',
+  running: 'jobs_running_lease',
+  done: 'jobs_done_queue_id',
+  cancelled: 'jobs_cancelled_queue_id',
+};
+
+/** How a read of one state's rows walks them. */
+type StateWalk =
+  /** Any order (counts, the queue's min and max id): that state's index, seeking the queue when given. */
+  | 'index'
+  /** In id order, for a page or a bulk batch. */
+  | 'id-order';
+
+/**
+ * The FROM clause (alias `a`) and state condition that read the jobs of `state`. In id order with
+ * no queue to seek, a pending, done or cancelled read walks the primary key and stops after one
+ * page (the state's (queue, id) index cannot give id order across queues, and sorting a whole
+ * state takes seconds at a million rows); running rows are few, so they are always read through
+ * their index and sorted.
+ */
+/** `a.state IN (…)` over jobs-table states, written as literals. */
+function stateIn(states: readonly string[], a: string): string {
+  for (const state of states) {
+    if (STATE_INDEX[state] === undefined) throw new Error(`docket: no jobs-table state ${JSON.stringify(state)}`);
   }
-  params.f_states = JSON.stringify(states);
-  return `${column} IN (SELECT value FROM json_each(:f_states))`;
+  return `${a}.state IN (${states.map((state) => `'${state}'`).join(', ')})`;
+}
+
+function stateRead(state: string, a: string, walk: StateWalk, hasQueue: boolean): { from: string; condition: string } {
+  const index = STATE_INDEX[state];
+  if (index === undefined) throw new Error(`docket: no jobs-table state ${JSON.stringify(state)}`);
+  const condition = `${a}.state = '${state}'`;
+  if (walk === 'id-order' && !hasQueue && state !== 'running') return { from: `jobs ${a} NOT INDEXED`, condition };
+  return { from: `jobs ${a} INDEXED BY ${index}`, condition };
 }
 
 function where(conditions: readonly string[]): string {
   return conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;
+}
+
+/** A read of one table's rows: its FROM clause (alias `x`) and WHERE condition. */
+interface Range {
+  from: string;
+  condition: string;
 }
 
 /** A queue's bounded count parts before estimation (each a count of at most the cap). */
@@ -123,23 +158,31 @@ export class SqliteDashboardQueries {
     return statement;
   }
 
-  /** A filtered page: each table's index-ordered range with a LIMIT, merged by id in the page's order. */
+  /** A filtered page: each state's and the dead letters' id-ordered range with a LIMIT, merged by id in the page's order. */
   list(page: CheckedListPage): JobRow[] {
     const params: Params = { limit: page.limit };
     const desc = page.order === 'desc';
     const direction = desc ? 'DESC' : 'ASC';
     if (page.afterId !== 0) params.after = page.afterId;
     const rows: JobRow[] = [];
-    const read = (table: string, a: string, states: string | null) => {
+    const read = (from: string, a: string, state: string | null) => {
       const conditions = filterConditions(params, page.filter, a);
-      if (states !== null) conditions.unshift(states);
+      if (state !== null) conditions.unshift(state);
       if (page.afterId !== 0) conditions.push(`${a}.id ${desc ? '<' : '>'} :after`);
-      const sql = `SELECT ${a}.* FROM ${table} ${a} ${where(conditions)} ORDER BY ${a}.id ${direction} LIMIT :limit`;
+      const sql = `SELECT ${a}.* FROM ${from} ${where(conditions)} ORDER BY ${a}.id ${direction} LIMIT :limit`;
       rows.push(...(this.statement(sql).all(params) as JobRow[]));
     };
-    const byIdOnly = page.filter.queue === undefined;
-    if (page.liveStates.length > 0) read('jobs', 'j', stateCondition(params, page.liveStates, 'j', byIdOnly));
-    if (page.dead) read('dead_jobs', 'd', null);
+    const hasQueue = page.filter.queue !== undefined;
+    // Without a queue, the piling-up states share one walk of the primary key (a page of mixed
+    // states ends as soon as it has `limit` rows of any of them); running rows are read apart.
+    const walked: string[] = hasQueue ? [] : page.liveStates.filter((state) => state !== 'running');
+    if (walked.length > 0) read('jobs j NOT INDEXED', 'j', stateIn(walked, 'j'));
+    for (const state of page.liveStates) {
+      if (walked.includes(state)) continue;
+      const { from, condition } = stateRead(state, 'j', 'id-order', hasQueue);
+      read(from, 'j', condition);
+    }
+    if (page.dead) read('dead_jobs d', 'd', null);
     rows.sort((x, y) => (desc ? y.id - x.id : x.id - y.id));
     return rows.slice(0, page.limit);
   }
@@ -155,32 +198,46 @@ export class SqliteDashboardQueries {
   ): QueueCounts[] {
     const cap = checkExactUpTo(exactUpToGiven) + 1;
     const names = new Set<string>();
-    // One seek per (state, queue): `state = ? AND queue > ?` is a range SQLite always serves from
-    // the (state, queue, id) index (a row-value comparison over both columns is not).
-    const walk = (table: string, condition: string, params: Params) => {
+    // One seek per queue in each (queue, id) index: `queue > ?` is a range SQLite serves from the
+    // index's first column (a row-value comparison over two columns is not).
+    const walk = (from: string, condition: string) => {
       const next = this.statement(
-        `SELECT queue FROM ${table} WHERE ${condition} AND queue > :queue ORDER BY queue LIMIT 1`,
+        `SELECT x.queue FROM ${from} WHERE ${condition} AND x.queue > :queue ORDER BY x.queue LIMIT 1`,
       ).pluck();
-      let queue = next.get({ ...params, queue: '' }) as string | undefined;
+      let queue = next.get({ queue: '' }) as string | undefined;
       while (queue !== undefined) {
         names.add(queue);
-        queue = next.get({ ...params, queue }) as string | undefined;
+        queue = next.get({ queue }) as string | undefined;
       }
     };
-    for (const state of ['pending', 'running', 'done', 'cancelled']) walk('jobs', 'state = :state', { state });
-    walk('dead_jobs', '1 = 1', {});
+    for (const state of ['pending', 'done', 'cancelled']) {
+      const { from, condition } = stateRead(state, 'x', 'index', true);
+      walk(from, condition);
+    }
+    // Running rows (a few per worker slot) have no queue index: their queues in one read of their own index.
+    const running = stateRead('running', 'x', 'index', true);
+    for (const queue of this.statement(`SELECT DISTINCT x.queue FROM ${running.from} WHERE ${running.condition}`)
+      .pluck()
+      .all() as string[])
+      names.add(queue);
+    walk('dead_jobs x', '1 = 1');
     const paused = new Set(
       (this.statement('SELECT name FROM queues WHERE paused = 1').all() as { name: string }[]).map((r) => r.name),
     );
     for (const name of paused) names.add(name);
 
-    const capped = (table: string, condition: string, params: Params): number =>
+    const capped = ({ from, condition }: Range, params: Params): number =>
       Number(
-        this.statement(`SELECT count(*) FROM (SELECT 1 FROM ${table} x WHERE ${condition} LIMIT :cap)`)
+        this.statement(`SELECT count(*) FROM (SELECT 1 FROM ${from} WHERE ${condition} LIMIT :cap)`)
           .pluck()
           .get({ ...params, cap }),
       );
-    const stateRange = (state: string) => `x.state = '${state}' AND x.queue = :queue`;
+    const stateRange = (state: string, extra = ''): Range => {
+      const { from, condition } = stateRead(state, 'x', 'index', true);
+      return { from, condition: `${condition} AND x.queue = :queue${extra}` };
+    };
+    const lapsedRange = stateRange('running', ' AND x.lease_until <= :now');
+    const deadRange: Range = { from: 'dead_jobs x', condition: 'x.queue = :queue' };
     return [...names]
       .sort((a, b) => (a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b))))
       .map((queue) => {
@@ -189,43 +246,45 @@ export class SqliteDashboardQueries {
         for (const triple of triples) {
           if (triple.queue !== queue || due >= cap) continue;
           due += capped(
-            'jobs',
-            "x.state = 'pending' AND x.queue = :queue AND x.kind = :kind AND x.priority = :priority AND x.run_at <= :now",
+            {
+              from: 'jobs x INDEXED BY jobs_pending_kind_claim',
+              condition:
+                "x.state = 'pending' AND x.queue = :queue AND x.kind = :kind AND x.priority = :priority AND x.run_at <= :now",
+            },
             { queue, kind: triple.kind, priority: triple.priority, now: nowMs },
           );
         }
         const row: CappedRow = {
-          pending: capped('jobs', stateRange('pending'), { queue }),
+          pending: capped(stateRange('pending'), { queue }),
           due: Math.min(due, cap),
-          running: capped('jobs', stateRange('running'), { queue }),
-          lapsed: capped('jobs', `${stateRange('running')} AND x.lease_until <= :now`, params),
-          done: capped('jobs', stateRange('done'), { queue }),
-          cancelled: capped('jobs', stateRange('cancelled'), { queue }),
-          dead: capped('dead_jobs', 'x.queue = :queue', { queue }),
+          running: capped(stateRange('running'), { queue }),
+          lapsed: capped(lapsedRange, params),
+          done: capped(stateRange('done'), { queue }),
+          cancelled: capped(stateRange('cancelled'), { queue }),
+          dead: capped(deadRange, { queue }),
         };
         const part = (n: number, estimate: () => number): Part =>
           n < cap ? { n, estimated: false } : { n: estimate(), estimated: true };
-        const pending = part(row.pending, () => this.extrapolate('jobs', stateRange('pending'), { queue }, cap));
+        const pending = part(row.pending, () => this.extrapolate(stateRange('pending'), { queue }, cap));
         return queueCountsOf({
           queue,
           paused: paused.has(queue),
           pending,
           // The due share of the first `cap` pending rows by id, applied to the pending estimate.
           due: part(row.due, () => {
+            const { from, condition } = stateRange('pending');
             const sample = this.statement(
-              `SELECT count(*) FROM (SELECT x.run_at FROM jobs x WHERE ${stateRange('pending')} ORDER BY x.id LIMIT :cap) s WHERE s.run_at <= :now`,
+              `SELECT count(*) FROM (SELECT x.run_at FROM ${from} WHERE ${condition} ORDER BY x.id LIMIT :cap) s WHERE s.run_at <= :now`,
             )
               .pluck()
               .get({ ...params, cap }) as number;
             return (pending.n * sample) / cap;
           }),
-          running: part(row.running, () => this.extrapolate('jobs', stateRange('running'), { queue }, cap)),
-          lapsed: part(row.lapsed, () =>
-            this.extrapolate('jobs', `${stateRange('running')} AND x.lease_until <= :now`, params, cap),
-          ),
-          done: part(row.done, () => this.extrapolate('jobs', stateRange('done'), { queue }, cap)),
-          cancelled: part(row.cancelled, () => this.extrapolate('jobs', stateRange('cancelled'), { queue }, cap)),
-          dead: part(row.dead, () => this.extrapolate('dead_jobs', 'x.queue = :queue', { queue }, cap)),
+          running: part(row.running, () => this.extrapolate(stateRange('running'), { queue }, cap)),
+          lapsed: part(row.lapsed, () => this.extrapolate(lapsedRange, params, cap)),
+          done: part(row.done, () => this.extrapolate(stateRange('done'), { queue }, cap)),
+          cancelled: part(row.cancelled, () => this.extrapolate(stateRange('cancelled'), { queue }, cap)),
+          dead: part(row.dead, () => this.extrapolate(deadRange, { queue }, cap)),
         });
       });
   }
@@ -234,11 +293,11 @@ export class SqliteDashboardQueries {
    * An estimate of a range's rows past the count bound: the id span of the whole range scaled by
    * the density of its first `cap` entries (three index probes; exact when ids are contiguous).
    */
-  private extrapolate(table: string, condition: string, params: Params, cap: number): number {
+  private extrapolate({ from, condition }: Range, params: Params, cap: number): number {
     const span = this.statement(
-      `SELECT (SELECT min(x.id) FROM ${table} x WHERE ${condition}) AS lo, (SELECT max(x.id) FROM ${table} x WHERE ${condition}) AS hi`,
+      `SELECT (SELECT min(x.id) FROM ${from} WHERE ${condition}) AS lo, (SELECT max(x.id) FROM ${from} WHERE ${condition}) AS hi`,
     ).get(params) as { lo: number | null; hi: number | null };
-    const at = this.statement(`SELECT x.id FROM ${table} x WHERE ${condition} ORDER BY x.id LIMIT 1 OFFSET :offset`)
+    const at = this.statement(`SELECT x.id FROM ${from} WHERE ${condition} ORDER BY x.id LIMIT 1 OFFSET :offset`)
       .pluck()
       .get({ ...params, offset: cap - 1 }) as number | undefined;
     if (span.lo === null || span.hi === null || at === undefined || at <= span.lo) return cap;
@@ -271,45 +330,63 @@ export class SqliteDashboardQueries {
   countMatching(bulk: CheckedBulk, exactUpTo: number): MatchCount {
     let count = 0;
     let estimated = false;
-    for (const { table, condition, params } of this.matchRanges(bulk)) {
+    // Counted from each state's index; past the bound, estimated from id-ordered probes (the same
+    // rows read in id order: without a queue, that is the primary key's walk, not a sort).
+    const inIdOrder = this.matchRanges(bulk, 'id-order');
+    this.matchRanges(bulk, 'index').forEach(({ range, params }, i) => {
       const n = Number(
-        this.statement(`SELECT count(*) FROM (SELECT 1 FROM ${table} x ${where(condition)} LIMIT :cap)`)
+        this.statement(`SELECT count(*) FROM (SELECT 1 FROM ${range.from} WHERE ${range.condition} LIMIT :cap)`)
           .pluck()
           .get({ ...params, cap: exactUpTo + 1 }),
       );
       if (n > exactUpTo) {
-        count += this.extrapolate(table, condition.length === 0 ? '1' : condition.join(' AND '), params, exactUpTo + 1);
+        const ordered = inIdOrder[i]!;
+        count += this.extrapolate(ordered.range, ordered.params, exactUpTo + 1);
         estimated = true;
       } else count += n;
-    }
+    });
     return { count: Math.round(count), estimated };
   }
 
-  private matchRanges(bulk: CheckedBulk): { table: string; condition: string[]; params: Params }[] {
-    const ranges: { table: string; condition: string[]; params: Params }[] = [];
-    if (bulk.liveStates.length > 0) {
+  /** One range per live state the bulk names (each read from its own index), and the dead letters. */
+  private matchRanges(bulk: CheckedBulk, walk: StateWalk): { range: Range; params: Params }[] {
+    const ranges: { range: Range; params: Params }[] = [];
+    const hasQueue = bulk.filter.queue !== undefined;
+    for (const state of bulk.liveStates) {
       const params: Params = {};
-      const condition = [stateCondition(params, bulk.liveStates, 'x'), ...filterConditions(params, bulk.filter, 'x')];
-      ranges.push({ table: 'jobs', condition, params });
+      const { from, condition } = stateRead(state, 'x', walk, hasQueue);
+      const conditions = [condition, ...filterConditions(params, bulk.filter, 'x')];
+      ranges.push({ range: { from, condition: conditions.join(' AND ') }, params });
     }
     if (bulk.dead) {
       const params: Params = {};
-      ranges.push({ table: 'dead_jobs', condition: filterConditions(params, bulk.filter, 'x'), params });
+      const conditions = filterConditions(params, bulk.filter, 'x');
+      ranges.push({
+        range: { from: 'dead_jobs x', condition: conditions.length === 0 ? '1' : conditions.join(' AND ') },
+        params,
+      });
     }
     return ranges;
   }
 
   /**
    * The ids of one bulk batch: the next `limit` matches above `afterId`, in id order (run inside
-   * the batch's write transaction, so nothing changes between this read and the action).
+   * the batch's write transaction, so nothing changes between this read and the action); over
+   * several live states, each state's next `limit` ids are merged.
    */
   batchIds(bulk: CheckedBulk, afterId: number, limit: number): number[] {
-    const range = this.matchRanges(bulk)[0];
-    if (!range) return [];
-    const sql = `SELECT x.id FROM ${range.table} x ${where([...range.condition, 'x.id > :after'])} ORDER BY x.id LIMIT :limit`;
-    return this.statement(sql)
-      .pluck()
-      .all({ ...range.params, after: afterId, limit }) as number[];
+    const ids: number[] = [];
+    const ranges = this.matchRanges(bulk, 'id-order');
+    // A bulk acts on one table: the live states' when it names any, else the dead letters'.
+    for (const { range, params } of bulk.liveStates.length > 0 ? ranges.slice(0, bulk.liveStates.length) : ranges) {
+      const sql = `SELECT x.id FROM ${range.from} WHERE ${range.condition} AND x.id > :after ORDER BY x.id LIMIT :limit`;
+      ids.push(
+        ...(this.statement(sql)
+          .pluck()
+          .all({ ...params, after: afterId, limit }) as number[]),
+      );
+    }
+    return ids.sort((a, b) => a - b).slice(0, limit);
   }
 
   /** Cancels the live jobs among `ids`; returns how many. */

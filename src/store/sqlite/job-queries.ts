@@ -169,8 +169,9 @@ export const JOB_COMPLETE = `
 /**
  * JOB_COMPLETE for the leases of one owner in one statement: each lease's row found by its id
  * (NOT INDEXED keeps the planner on the rowid, one seek per lease; without it SQLite drove the
- * join from the (state, queue, id) index and read every running row per lease, 16x slower than
- * completing row by row) and fenced as JOB_COMPLETE fences it. One statement instead of one per
+ * join from the dashboard's (state, queue, id) index of migration 4 and read every running row
+ * per lease, 16x slower than completing row by row, and could do so again from any index
+ * a later migration adds over running rows) and fenced as JOB_COMPLETE fences it. One statement instead of one per
  * job saves the per-statement binding, stepping and reset, about a fifth of a completion's cost;
  * the owner, the same for every job of a claim, is bound once rather than repeated in each
  * element (a batch spans one or two claims).
@@ -264,8 +265,9 @@ export const DEAD_GET = `SELECT * FROM dead_jobs WHERE id = :id`;
  * other rows, unlike SQLite's file-wide write lock).
  */
 // Like the claim's lapsed-lease reads (claim-queries.ts), these name their index: without
-// statistics SQLite would seek `state` in the dashboard's (state, queue, id) index and walk every
-// finished (or running) row, where jobs_finished reads only the old ones and jobs_running_lease
+// statistics SQLite could seek `state` in another index (the dashboard's (state, queue, id) index
+// did, until migration 5; its per-state (queue, id) indexes could too) and walk every finished
+// (or running) row, where jobs_finished reads only the old ones and jobs_running_lease
 // hands out the earliest lease end first.
 export const JOB_PRUNE_BATCH = `
   DELETE FROM jobs WHERE id IN (

@@ -196,6 +196,22 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX dead_jobs_queue_id ON dead_jobs (queue, id);
     `,
   },
+  {
+    version: 5,
+    name: 'dashboard: per-state list indexes, none for running rows',
+    sql: `
+      -- Decision 0017. SQLite rewrites an index entry whenever its key changes, so the single
+      -- (state, queue, id) index cost a delete and an insert at every claim and every completion.
+      -- One partial (queue, id) index per state that piles up (pending, done, cancelled) serves the
+      -- same lists and counts with a claim only deleting and a completion only inserting; the few
+      -- running rows are read through jobs_running_lease. Queries name the state as a literal
+      -- (SQLite uses a partial index only for a WHERE that repeats its predicate).
+      DROP INDEX jobs_state_queue_id;
+      CREATE INDEX jobs_pending_queue_id ON jobs (queue, id) WHERE state = 'pending';
+      CREATE INDEX jobs_done_queue_id ON jobs (queue, id) WHERE state = 'done';
+      CREATE INDEX jobs_cancelled_queue_id ON jobs (queue, id) WHERE state = 'cancelled';
+    `,
+  },
 ];
 
 /**
