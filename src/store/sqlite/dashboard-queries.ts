@@ -94,6 +94,19 @@ type StateWalk =
   /** In id order, for a page or a bulk batch. */
   | 'id-order';
 
+/** The index a jobs-table state is read through; a state outside the table is a programming error. */
+function stateIndex(state: string): string {
+  const index = STATE_INDEX[state];
+  if (index === undefined) throw new Error(`docket: no jobs-table state ${JSON.stringify(state)}`);
+  return index;
+}
+
+/** `a.state IN (…)` over jobs-table states, written as literals. */
+function stateIn(states: readonly string[], a: string): string {
+  for (const state of states) stateIndex(state);
+  return `${a}.state IN (${states.map((state) => `'${state}'`).join(', ')})`;
+}
+
 /**
  * The FROM clause (alias `a`) and state condition that read the jobs of `state`. In id order with
  * no queue to seek, a pending, done or cancelled read walks the primary key and stops after one
@@ -101,17 +114,8 @@ type StateWalk =
  * state takes seconds at a million rows); running rows are few, so they are always read through
  * their index and sorted.
  */
-/** `a.state IN (…)` over jobs-table states, written as literals. */
-function stateIn(states: readonly string[], a: string): string {
-  for (const state of states) {
-    if (STATE_INDEX[state] === undefined) throw new Error(`docket: no jobs-table state ${JSON.stringify(state)}`);
-  }
-  return `${a}.state IN (${states.map((state) => `'${state}'`).join(', ')})`;
-}
-
-function stateRead(state: string, a: string, walk: StateWalk, hasQueue: boolean): { from: string; condition: string } {
-  const index = STATE_INDEX[state];
-  if (index === undefined) throw new Error(`docket: no jobs-table state ${JSON.stringify(state)}`);
+function stateRead(state: string, a: string, walk: StateWalk, hasQueue: boolean): Range {
+  const index = stateIndex(state);
   const condition = `${a}.state = '${state}'`;
   if (walk === 'id-order' && !hasQueue && state !== 'running') return { from: `jobs ${a} NOT INDEXED`, condition };
   return { from: `jobs ${a} INDEXED BY ${index}`, condition };
@@ -332,7 +336,7 @@ export class SqliteDashboardQueries {
     let estimated = false;
     // Counted from each state's index; past the bound, estimated from id-ordered probes (the same
     // rows read in id order: without a queue, that is the primary key's walk, not a sort).
-    const inIdOrder = this.matchRanges(bulk, 'id-order');
+    let inIdOrder: { range: Range; params: Params }[] | undefined;
     this.matchRanges(bulk, 'index').forEach(({ range, params }, i) => {
       const n = Number(
         this.statement(`SELECT count(*) FROM (SELECT 1 FROM ${range.from} WHERE ${range.condition} LIMIT :cap)`)
@@ -340,6 +344,7 @@ export class SqliteDashboardQueries {
           .get({ ...params, cap: exactUpTo + 1 }),
       );
       if (n > exactUpTo) {
+        inIdOrder ??= this.matchRanges(bulk, 'id-order');
         const ordered = inIdOrder[i]!;
         count += this.extrapolate(ordered.range, ordered.params, exactUpTo + 1);
         estimated = true;
