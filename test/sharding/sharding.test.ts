@@ -9,6 +9,7 @@
  * conformance suite can run beside this file.
  */
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docket } from '../../src/docket.js';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
@@ -16,7 +17,11 @@ import { openStore } from '../../src/store/open-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SHARD_ID_SPAN, shardNumberOfId } from '../../src/store/sharded/shard-ids.js';
 import { shardForKey } from '../../src/store/sharded/shard-routing.js';
-import { IDENTITY_REFRESH_MS, type ShardedStore } from '../../src/store/sharded/sharded-store.js';
+import {
+  CROSS_SHARD_BATCH_APPLICATION,
+  IDENTITY_REFRESH_MS,
+  type ShardedStore,
+} from '../../src/store/sharded/sharded-store.js';
 import { describeRun, runDocketInProcess } from '../cli/run-docket.js';
 import {
   acquireShardClusters,
@@ -371,6 +376,67 @@ describe('sharded store', () => {
       await startCluster(SPARE_SHARD_PORT);
     }
   }, 90_000);
+
+  it('closes its connections to the healthy shards when a keyed batch over several shards meets one that is down, at every attempt', async () => {
+    await startCluster(SPARE_SHARD_PORT);
+    const schema = freshSchema();
+    const ports = [SHARD_CLUSTER_PORTS[0]!, SHARD_CLUSTER_PORTS[1]!, SPARE_SHARD_PORT];
+    for (const port of ports) schemas.push({ port, schema });
+    const store = (await openStore(undefined, {
+      shards: ports.map((port) => shardSchemaUrl(port, schema)),
+      connectAttemptTimeoutMs: 1000,
+      statementTimeoutMs: 2000,
+    })) as unknown as ShardedStore;
+    const numbers = store.describeShards().map((shard) => shard.number);
+    const used = new Set<string>();
+    const keyOf = (shard: number) => {
+      for (let i = 0; ; i += 1) {
+        const key = `b${i}`;
+        if (used.has(key) || shardForKey(JSON.stringify(['default', 'batch', key]), numbers) !== shard) continue;
+        used.add(key);
+        return key;
+      }
+    };
+    // A batch with one key on shard 0 and one on shard 2 (the spare): one atomic write over both.
+    const batch = () =>
+      [keyOf(0), keyOf(2)].map((key) => normalizeSubmit({ kind: 'batch', payload: key, idempotencyKey: key }, () => 0));
+    // The batch's sessions on shard 0, found by the application_name the store gives them.
+    const batchSessions = async () => {
+      const admin = new pg.Client({ connectionString: shardClusterUrl(SHARD_CLUSTER_PORTS[0]!) });
+      admin.on('error', () => {});
+      await admin.connect();
+      try {
+        const { rows } = await admin.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1',
+          [CROSS_SHARD_BATCH_APPLICATION],
+        );
+        return rows[0]!.n;
+      } finally {
+        await admin.end();
+      }
+    };
+    try {
+      const first = await store.jobSubmit({ jobs: batch() });
+      expect(first.map((result) => shardNumberOfId(result.id))).toEqual([0, 2]);
+      await expect.poll(batchSessions, { timeout: 5000 }).toBe(0);
+      // Shard 2 stops: each attempt fails on its connect, and its connection to shard 0 is closed
+      // (a caller retrying through an outage left one open session per healthy shard per attempt).
+      stopCluster(SPARE_SHARD_PORT, 'fast');
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        await expect(store.jobSubmit({ jobs: batch() })).rejects.toSatisfy((error) => store.isConnectionLoss(error));
+      }
+      await expect.poll(batchSessions, { timeout: 5000 }).toBe(0);
+      await startCluster(SPARE_SHARD_PORT);
+      const later = await store.jobSubmit({ jobs: batch() });
+      expect(later.map((result) => shardNumberOfId(result.id))).toEqual([0, 2]);
+      const written = await Promise.all([...first, ...later].map((result) => store.jobGet({ id: result.id })));
+      expect(written.map((job) => job?.state)).toEqual(['pending', 'pending', 'pending', 'pending']);
+      await expect.poll(batchSessions, { timeout: 5000 }).toBe(0);
+    } finally {
+      await store.close();
+      await startCluster(SPARE_SHARD_PORT);
+    }
+  }, 60_000);
 
   it('closes at once while a deferred shard is still away: its open attempt stops waiting out the connect timeout', async () => {
     await startCluster(SPARE_SHARD_PORT);

@@ -7,10 +7,10 @@ import { Docket } from '../../src/docket.js';
 import { seededRandom } from '../../src/retry/random.js';
 import { STORE_SETTINGS } from '../../src/settings.js';
 import {
+  postgresClientConfig,
   QUERY_TIMEOUT_MARGIN_MS,
   resolvePostgresConnectionOptions,
 } from '../../src/store/postgres/connection-options.js';
-import { postgresClientConfig } from '../../src/store/postgres/postgres-store.js';
 import { reconnectDelayMs } from '../../src/store/postgres/wake-up-listener.js';
 
 describe('resolvePostgresConnectionOptions', () => {

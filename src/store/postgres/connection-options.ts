@@ -17,6 +17,7 @@
  * - `listenUrl`: where the LISTEN connection goes (a direct URL when the main one is a
  *   transaction pooler), or `false` for none at all: workers then poll.
  */
+import type pg from 'pg';
 import { ConfigurationError } from '../../job/errors.js';
 
 /** Default server-side `statement_timeout`, ms: far above any of Docket's own statements (milliseconds each). */
@@ -147,5 +148,61 @@ export function resolvePostgresConnectionOptions(
       '0 fails at once',
     ),
     listenUrl: listenUrlSetting(options.listenUrl),
+  };
+}
+
+/**
+ * What a connection is for, which decides its timeouts:
+ * - `pool`: claims, heartbeats, completions, submits, admin calls: every statement is short, so
+ *   the server's `statement_timeout` and a client-side read deadline just past it apply.
+ * - `maintenance`: migrations (an index build on a large table, a wait for another process's
+ *   migration lock) and pruning (one DELETE of a week of finished records) may legitimately run
+ *   for minutes: no statement timeout and no read deadline; keepalives still find a dead peer.
+ * - `listen`: the dedicated LISTEN connection: idle by design, so no read deadline either.
+ */
+export type PostgresConnectionPurpose = 'pool' | 'maintenance' | 'listen';
+
+/**
+ * The `pg` settings of one connection of a {@link PostgresStore}, from the resolved connection
+ * options (docs/operations.md, "Timeouts and keepalives", says why each one is there):
+ *
+ * - `keepAlive` after `keepAliveDelayMs` idle: a half-open connection (the peer vanished without
+ *   a FIN) is probed instead of waited on for the kernel's two-hour default.
+ * - `connectionTimeoutMillis` = `connectAttemptTimeoutMs`: a new connection, or a wait for a free
+ *   pooled one, that takes longer fails and the operation's ordinary retry path takes over.
+ * - `idle_in_transaction_session_timeout`: the server ends a session of ours left idle inside a
+ *   transaction (its client froze or was cut off), so no row or schedule lock is held forever.
+ * - `statement_timeout` (pool only): the server cancels a statement stuck longer than this (a
+ *   lock wait behind a stuck session). A cancelled statement rolls back whole, so this is safe
+ *   for every write: a claim that times out hands out no lease and charges no attempt (its
+ *   UPDATE … RETURNING never committed), and the claim loop simply claims again after a backoff;
+ *   a completion or heartbeat that times out changed nothing and is retried under the same
+ *   fencing token, so it stays idempotent.
+ * - `query_timeout` (pool only) = statement timeout + {@link QUERY_TIMEOUT_MARGIN_MS}: no answer
+ *   at all by then means the socket is dead; the call fails (and its client is destroyed) instead
+ *   of hanging. Such a call is ambiguous, exactly like a dropped connection, and every caller
+ *   already treats it so (a claim's leases are released by owner, a completion is resent).
+ * A value of 0 sends no such parameter (pg sends only non-zero ones), so the server's or role's
+ * own setting applies: what a pooler that refuses startup parameters needs.
+ */
+export function postgresClientConfig(
+  connectionString: string,
+  settings: ResolvedPostgresConnectionOptions,
+  purpose: PostgresConnectionPurpose,
+): pg.ClientConfig {
+  const bounded = purpose === 'pool' && settings.statementTimeoutMs > 0;
+  return {
+    connectionString,
+    application_name: purpose === 'listen' ? 'docket-listener' : 'docket',
+    keepAlive: true,
+    keepAliveInitialDelayMillis: settings.keepAliveDelayMs,
+    connectionTimeoutMillis: settings.connectAttemptTimeoutMs,
+    idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMs,
+    ...(bounded
+      ? {
+          statement_timeout: settings.statementTimeoutMs,
+          query_timeout: settings.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+        }
+      : {}),
   };
 }

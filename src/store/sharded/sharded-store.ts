@@ -34,6 +34,11 @@ import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempoten
 import type { OpenStoreOptions, ShardAdmin, ShardDescription } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
 import { isTransientConnectionError } from '../postgres/checked-out-client.js';
+import {
+  postgresClientConfig,
+  type ResolvedPostgresConnectionOptions,
+  resolvePostgresConnectionOptions,
+} from '../postgres/connection-options.js';
 import type {
   ActivityBucket,
   BulkBatchResult,
@@ -116,6 +121,8 @@ export const DEFERRED_SHARD_GRACE_MS = 2000;
 export const IDENTITY_REFRESH_MS = 5000;
 /** How long a reserved id keeps the id it was exchanged for (covers the submit retry window), ms. */
 const EXCHANGED_ID_TTL_MS = 120_000;
+/** The application_name of a keyed cross-shard batch's connections (one per shard, per batch). */
+export const CROSS_SHARD_BATCH_APPLICATION = 'docket-shard-batch';
 
 /** Options of {@link ShardedStore.open}: every store option applies to each shard. */
 export interface ShardedStoreOptions extends OpenStoreOptions {
@@ -264,6 +271,8 @@ export class ShardedStore implements Store, ShardAdmin {
     readonly shards: readonly Shard[],
     private readonly clock: Clock,
     random: () => number,
+    /** Every shard's connection settings: also the keyed cross-shard batch's own connections'. */
+    private readonly connection: ResolvedPostgresConnectionOptions,
   ) {
     // Each process starts its round-robin at a random shard: many short-lived processes that
     // submit once each (CLI runs, serverless handlers) would otherwise all start on one shard.
@@ -293,6 +302,7 @@ export class ShardedStore implements Store, ShardAdmin {
   static async open(urls: readonly string[], options: ShardedStoreOptions = {}): Promise<ShardedStore> {
     const given = checkShardUrls(urls);
     const { clock = systemClock, random = Math.random, ...storeOptions } = options;
+    const connection = resolvePostgresConnectionOptions(storeOptions);
     const locations = given.map((url) => shardLocation(url, storeOptions.schema));
     const { PostgresStore } = await import('../postgres/postgres-store.js');
     // One abort per shard: a shard deferred below keeps its attempt running, and its store's
@@ -391,7 +401,7 @@ export class ShardedStore implements Store, ShardAdmin {
         shards,
         shards.map((shard, index) => ({ locationKey: directoryKey(shard.location), identity: assigned[index]! })),
       );
-      const sharded = new ShardedStore(shards, clock, random);
+      const sharded = new ShardedStore(shards, clock, random, connection);
       for (const shard of shards) {
         if (shard.store instanceof DeferredShardStore) {
           const store = shard.store;
@@ -743,14 +753,7 @@ export class ShardedStore implements Store, ShardAdmin {
   private async submitAcrossShardsAtomically(
     parts: readonly { shard: Shard; params: JobSubmitParams }[],
   ): Promise<SubmitResult[][]> {
-    const clients = await Promise.all(
-      parts.map(async (part) => {
-        const client = new pg.Client({ connectionString: part.shard.location.url });
-        client.on('error', () => {});
-        await client.connect();
-        return client;
-      }),
-    );
+    const clients = await this.connectEach(parts.map((part) => part.shard));
     try {
       await Promise.all(clients.map((client) => client.query('BEGIN')));
       // Every part settles before anything is rolled back: a ROLLBACK sent while another part was
@@ -774,6 +777,38 @@ export class ShardedStore implements Store, ShardAdmin {
     } finally {
       await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
     }
+  }
+
+  /**
+   * One new connection to each shard, with the shards' own connection settings (connect attempt
+   * timeout, keepalive, statement and idle-in-transaction timeouts). When any connect fails, the
+   * others are closed before the first failure is thrown: a keyed batch retried through a shard's
+   * outage must not leave a session open on every healthy shard at each attempt.
+   */
+  private async connectEach(shards: readonly Shard[]): Promise<pg.Client[]> {
+    const attempts = await Promise.allSettled(
+      shards.map(async (shard) => {
+        const client = new pg.Client({
+          ...postgresClientConfig(shard.location.url, this.connection, 'pool'),
+          application_name: CROSS_SHARD_BATCH_APPLICATION,
+        });
+        client.on('error', () => {});
+        try {
+          await client.connect();
+        } catch (error) {
+          await client.end().catch(() => undefined);
+          throw error;
+        }
+        return client;
+      }),
+    );
+    const clients = attempts.flatMap((attempt) => (attempt.status === 'fulfilled' ? [attempt.value] : []));
+    const failed = attempts.find((attempt) => attempt.status === 'rejected');
+    if (failed) {
+      await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+      throw failed.reason;
+    }
+    return clients;
   }
 
   /** A keyed job's shard: the one its idempotency scope hashes to. */
