@@ -16,7 +16,10 @@
  * medians and the ratios this ÷ baseline. `--prefetch auto` leaves the option
  * out (each tree's own default). `--store sqlite` drains a fresh SQLite file (in the temp folder)
  * instead of a PostgreSQL schema. The baseline is a checkout with node_modules (see
- * docs/benchmarks.md, "Before and after a change").
+ * docs/benchmarks.md, "Before and after a change"), or `raw-sql`: the bench's raw-SQL reference
+ * worker (bench/systems/raw-sql.ts: claims of 500, a fenced batch finish, nothing else) on the
+ * same jobs, each round in a scratch database of its own, so the gap between Docket's worker and
+ * the least a worker on its schema must do is read in CPU, not in a noisy rate.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -27,9 +30,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { importDocket, THIS_CHECKOUT } from './checkouts.js';
+import { databaseUrl, dropDatabase, recreateDatabase, scratchName } from './pg-admin.js';
 import { median } from './stats.js';
+import { rawSqlSystem } from './systems/raw-sql.js';
 
 const CHILD = 'child';
+/** The `--baseline` value that names the raw-SQL reference worker instead of a checkout. */
+const RAW_SQL = 'raw-sql';
 const KIND = 'bench.noop';
 const url = process.env.DOCKET_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -63,10 +70,15 @@ async function runParent(): Promise<void> {
   if (!/^[1-9]\d*$/.test(values.concurrency)) {
     throw new Error(`--concurrency must be a positive integer, got ${JSON.stringify(values.concurrency)}`);
   }
-  if (!values.baseline) throw new Error('--baseline DIR (a checkout of Docket with node_modules) is required');
+  if (!values.baseline) {
+    throw new Error(`--baseline DIR (a checkout of Docket with node_modules) or --baseline ${RAW_SQL} is required`);
+  }
+  if (values.baseline === RAW_SQL && values.store !== 'postgres') {
+    throw new Error(`--baseline ${RAW_SQL} runs on PostgreSQL only (--store postgres)`);
+  }
   const trees = [
     { name: 'this', dir: THIS_CHECKOUT },
-    { name: 'baseline', dir: resolve(values.baseline) },
+    { name: 'baseline', dir: values.baseline === RAW_SQL ? RAW_SQL : resolve(values.baseline) },
   ];
   const cpu: Record<string, number[]> = { this: [], baseline: [] };
   const wall: Record<string, number[]> = { this: [], baseline: [] };
@@ -89,7 +101,7 @@ async function runParent(): Promise<void> {
           values.store,
           values.concurrency,
         ],
-        { cwd: tree.dir, encoding: 'utf8' },
+        { cwd: tree.dir === RAW_SQL ? THIS_CHECKOUT : tree.dir, encoding: 'utf8' },
       );
       const line = run.stdout.trim().split('\n').at(-1) ?? '';
       if (run.status !== 0 || !line.startsWith('{'))
@@ -132,12 +144,22 @@ async function runChild(
   store: 'postgres' | 'sqlite',
   concurrency: number,
 ): Promise<void> {
-  const admin = store === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
+  // The raw-SQL reference's statements name Docket's default schema: it gets a database of its own.
+  const raw = dir === RAW_SQL;
+  const rawDatabase = raw ? scratchName('cpu_raw') : undefined;
+  if (rawDatabase) await recreateDatabase(rawDatabase);
+  const admin = store === 'postgres' && !raw ? new pg.Client({ connectionString: url }) : undefined;
   await admin?.connect();
   await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   const sqliteDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), `docket-${schema}-`)) : undefined;
-  const Docket = await importDocket(dir);
-  const docket = await Docket.open(sqliteDir ? { url: `sqlite:${join(sqliteDir, 'docket.db')}` } : { url, schema });
+  const Docket = await importDocket(raw ? THIS_CHECKOUT : dir);
+  const docket = await Docket.open(
+    sqliteDir
+      ? { url: `sqlite:${join(sqliteDir, 'docket.db')}` }
+      : rawDatabase
+        ? { url: databaseUrl(rawDatabase) }
+        : { url, schema },
+  );
   try {
     for (let i = 0; i < jobs; i += 1000) {
       const size = Math.min(1000, jobs - i);
@@ -148,10 +170,11 @@ async function runChild(
     const done = new Promise<void>((resolveDone) => {
       allHandled = resolveDone;
     });
-    docket.handle(KIND, async () => {
+    const onStart = () => {
       handled += 1;
       if (handled === jobs) allHandled();
-    });
+    };
+    docket.handle(KIND, async () => onStart());
     // Collections are where a worker's per-job garbage costs it: summed from the gc entries.
     let gcMs = 0;
     const gcObserver = new PerformanceObserver((list) => {
@@ -161,8 +184,17 @@ async function runChild(
     const dbCpuBefore = store === 'postgres' ? postgresCpuMs() : null;
     const cpuBefore = process.cpuUsage();
     const startedAt = performance.now();
-    const worker = docket.worker(prefetch === 'auto' ? { concurrency } : { concurrency, prefetch: Number(prefetch) });
-    await worker.start();
+    let worker: { stop(): Promise<void> };
+    if (rawDatabase) {
+      const config = { system: 'raw-sql', variant: 'tuned', concurrency, redisUrl: '', redisPrefix: '' } as const;
+      worker = await rawSqlSystem.startWorker({ ...config, databaseUrl: databaseUrl(rawDatabase) }, onStart);
+    } else {
+      const docketWorker = docket.worker(
+        prefetch === 'auto' ? { concurrency } : { concurrency, prefetch: Number(prefetch) },
+      );
+      await docketWorker.start();
+      worker = docketWorker;
+    }
     await done;
     const wallMs = performance.now() - startedAt;
     const used = process.cpuUsage(cpuBefore);
@@ -176,6 +208,7 @@ async function runChild(
     await docket.close();
     await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin?.end();
+    if (rawDatabase) await dropDatabase(rawDatabase);
     if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
   }
 }
