@@ -438,6 +438,46 @@ describe('sharded store', () => {
     }
   }, 60_000);
 
+  it("keeps refreshing the other shards' draining flags while one shard's identity read hangs: the store's statement timeout ends it", async () => {
+    const schema = freshSchema();
+    const urls = sharedShards(schema);
+    const options = { shards: urls, statementTimeoutMs: 1000 };
+    const docket = await Docket.open(options);
+    const other = await Docket.open(options);
+    const locker = new pg.Client({ connectionString: shardClusterUrl(SHARD_CLUSTER_PORTS[0]!) });
+    locker.on('error', () => {});
+    await locker.connect();
+    try {
+      const store = docket.store as ShardedStore;
+      expect(store.describeShards().map((shard) => [shard.number, shard.draining])).toEqual([
+        [0, false],
+        [1, false],
+        [2, false],
+      ]);
+      // Shard 0's identity row cannot be read while this transaction holds its table: the refresh
+      // reads it first, and before the store's timeouts applied to it, waited there for good.
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE ${schema}.shard_identity IN ACCESS EXCLUSIVE MODE`);
+      // Another process drains shard 1.
+      await (other.store as ShardedStore).setDraining(urls[1]!, true);
+      await new Promise((resolve) => setTimeout(resolve, IDENTITY_REFRESH_MS + 200));
+      // A submit finds the refresh due and starts it beside itself.
+      await docket.submit({ kind: 'refresh', payload: {} });
+      await expect
+        .poll(() => store.describeShards().find((shard) => shard.number === 1)?.draining, { timeout: 6000 })
+        .toBe(true);
+      const after = await Promise.all(
+        Array.from({ length: 9 }, (_, i) => docket.submit({ kind: 'refresh', payload: { i } })),
+      );
+      expect(after.filter((result) => shardNumberOfId(result.id) === 1)).toEqual([]);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      await locker.end();
+      await other.close();
+      await docket.close();
+    }
+  }, 60_000);
+
   it('closes at once while a deferred shard is still away: its open attempt stops waiting out the connect timeout', async () => {
     await startCluster(SPARE_SHARD_PORT);
     const schema = freshSchema();

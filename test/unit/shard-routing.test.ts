@@ -4,7 +4,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_JOB_ID } from '../../src/job/list-params.js';
-import { planShardNumbers, type ShardLocation } from '../../src/store/sharded/shard-identity.js';
+import {
+  QUERY_TIMEOUT_MARGIN_MS,
+  resolvePostgresConnectionOptions,
+} from '../../src/store/postgres/connection-options.js';
+import {
+  planShardNumbers,
+  SHARD_ADMIN_APPLICATION,
+  type ShardLocation,
+  shardLocation,
+} from '../../src/store/sharded/shard-identity.js';
 import { MAX_SHARD_NUMBER, SHARD_ID_SPAN, shardIdRange, shardNumberOfId } from '../../src/store/sharded/shard-ids.js';
 import { RoundRobin, shardForKey, splitClaimLimit, stableHash32 } from '../../src/store/sharded/shard-routing.js';
 import { checkShardUrls } from '../../src/store/sharded/sharded-store.js';
@@ -70,7 +79,7 @@ describe('claim shares and round-robin', () => {
 });
 
 describe('shard numbering and the shard list', () => {
-  const at = (given: string): ShardLocation => ({ given, url: given, schema: 'docket' });
+  const at = (given: string): ShardLocation => ({ given, url: given, schema: 'docket', client: {} });
   const locations = ['postgres://a/x', 'postgres://b/x', 'postgres://c/x'].map(at);
 
   it('keeps numbered shards, gives a fresh one its position when free, else the lowest free number', () => {
@@ -103,5 +112,32 @@ describe('shard numbering and the shard list', () => {
       /shards\[1\] repeats shards\[0\]/,
     );
     expect(checkShardUrls(['postgres://a/x?schema=s', 'postgres://a/x?schema=t'])).toHaveLength(2);
+  });
+});
+
+describe('shardLocation', () => {
+  it("gives the store's own connections to a shard the store's connection options", () => {
+    const connection = resolvePostgresConnectionOptions({
+      statementTimeoutMs: 1500,
+      connectAttemptTimeoutMs: 700,
+      keepAliveDelayMs: 3000,
+      idleInTransactionTimeoutMs: 9000,
+    });
+    const location = shardLocation('postgres://h:5433/d?schema=s1', undefined, connection);
+    expect(location).toMatchObject({
+      given: 'postgres://h:5433/d?schema=s1',
+      url: 'postgres://h:5433/d',
+      schema: 's1',
+    });
+    expect(location.client).toEqual({
+      connectionString: 'postgres://h:5433/d',
+      application_name: SHARD_ADMIN_APPLICATION,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 3000,
+      connectionTimeoutMillis: 700,
+      idle_in_transaction_session_timeout: 9000,
+      statement_timeout: 1500,
+      query_timeout: 1500 + QUERY_TIMEOUT_MARGIN_MS,
+    });
   });
 });

@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ConfigurationError } from '../../job/errors.js';
 import { redactStoreUrl } from '../open-store.js';
+import { postgresClientConfig, type ResolvedPostgresConnectionOptions } from '../postgres/connection-options.js';
 import { quoteIdentifier } from '../postgres/migrations.js';
 import { DEFAULT_POSTGRES_SCHEMA, splitSchemaFromUrl, validateSchemaName } from '../postgres/postgres-store.js';
 import { MAX_SHARD_NUMBER, shardIdRange } from './shard-ids.js';
@@ -34,12 +35,35 @@ export interface ShardLocation {
   given: string;
   url: string;
   schema: string;
+  /**
+   * The `pg` settings of the connections the sharded store opens to this shard itself (identity
+   * and directory reads and writes, a keyed batch's transaction): the store's connection options,
+   * as its pooled connections have them (connect attempt timeout, keepalives, statement and
+   * read timeouts). Without them, a read of a shard whose network hung waited for TCP to give up
+   * (many minutes), and the identity refresh, one shard after another, stopped with it.
+   */
+  client: pg.ClientConfig;
 }
 
-/** Parses a shard URL into its connection URL and schema (`?schema=`, else `schema`, else docket). */
-export function shardLocation(given: string, schemaOption: string | undefined): ShardLocation {
+/** What the sharded store's own connections are called in `pg_stat_activity`. */
+export const SHARD_ADMIN_APPLICATION = 'docket-shard-admin';
+
+/**
+ * Parses a shard URL into its connection URL and schema (`?schema=`, else `schema`, else docket);
+ * `connection` gives the store's own connections to it their timeouts.
+ */
+export function shardLocation(
+  given: string,
+  schemaOption: string | undefined,
+  connection: ResolvedPostgresConnectionOptions,
+): ShardLocation {
   const split = splitSchemaFromUrl(given);
-  return { given, url: split.url, schema: validateSchemaName(split.schema ?? schemaOption ?? DEFAULT_POSTGRES_SCHEMA) };
+  return {
+    given,
+    url: split.url,
+    schema: validateSchemaName(split.schema ?? schemaOption ?? DEFAULT_POSTGRES_SCHEMA),
+    client: { ...postgresClientConfig(split.url, connection, 'pool'), application_name: SHARD_ADMIN_APPLICATION },
+  };
 }
 
 /** The SQL of the identity table, idempotent. */
@@ -86,11 +110,16 @@ function createDirectorySql(schema: string): string {
   )`;
 }
 
-/** Runs `fn` on a fresh client of the shard, closed after. */
+/** Runs `fn` on a fresh client of the shard (its {@link ShardLocation.client} settings), closed after. */
 export async function withShardClient<T>(location: ShardLocation, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: location.url, connectionTimeoutMillis: 10_000 });
+  const client = new pg.Client(location.client);
   client.on('error', () => {});
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
   try {
     return await fn(client);
   } finally {

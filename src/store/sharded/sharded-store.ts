@@ -34,11 +34,7 @@ import { assertBatchKeysAgree, batchNeedsAtomicKeys, idempotencyField, idempoten
 import type { OpenStoreOptions, ShardAdmin, ShardDescription } from '../open-store.js';
 import { redactStoreUrl } from '../open-store.js';
 import { isTransientConnectionError } from '../postgres/checked-out-client.js';
-import {
-  postgresClientConfig,
-  type ResolvedPostgresConnectionOptions,
-  resolvePostgresConnectionOptions,
-} from '../postgres/connection-options.js';
+import { resolvePostgresConnectionOptions } from '../postgres/connection-options.js';
 import type {
   ActivityBucket,
   BulkBatchResult,
@@ -271,8 +267,6 @@ export class ShardedStore implements Store, ShardAdmin {
     readonly shards: readonly Shard[],
     private readonly clock: Clock,
     random: () => number,
-    /** Every shard's connection settings: also the keyed cross-shard batch's own connections'. */
-    private readonly connection: ResolvedPostgresConnectionOptions,
   ) {
     // Each process starts its round-robin at a random shard: many short-lived processes that
     // submit once each (CLI runs, serverless handlers) would otherwise all start on one shard.
@@ -303,7 +297,7 @@ export class ShardedStore implements Store, ShardAdmin {
     const given = checkShardUrls(urls);
     const { clock = systemClock, random = Math.random, ...storeOptions } = options;
     const connection = resolvePostgresConnectionOptions(storeOptions);
-    const locations = given.map((url) => shardLocation(url, storeOptions.schema));
+    const locations = given.map((url) => shardLocation(url, storeOptions.schema, connection));
     const { PostgresStore } = await import('../postgres/postgres-store.js');
     // One abort per shard: a shard deferred below keeps its attempt running, and its store's
     // close() stops that attempt's wait instead of waiting out the connect timeout.
@@ -401,7 +395,7 @@ export class ShardedStore implements Store, ShardAdmin {
         shards,
         shards.map((shard, index) => ({ locationKey: directoryKey(shard.location), identity: assigned[index]! })),
       );
-      const sharded = new ShardedStore(shards, clock, random, connection);
+      const sharded = new ShardedStore(shards, clock, random);
       for (const shard of shards) {
         if (shard.store instanceof DeferredShardStore) {
           const store = shard.store;
@@ -780,18 +774,15 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   /**
-   * One new connection to each shard, with the shards' own connection settings (connect attempt
-   * timeout, keepalive, statement and idle-in-transaction timeouts). When any connect fails, the
+   * One new connection to each shard, with the store's connection options (its location's client
+   * settings: connect attempt timeout, keepalives, statement and read timeouts). When any connect fails, the
    * others are closed before the first failure is thrown: a keyed batch retried through a shard's
    * outage must not leave a session open on every healthy shard at each attempt.
    */
   private async connectEach(shards: readonly Shard[]): Promise<pg.Client[]> {
     const attempts = await Promise.allSettled(
       shards.map(async (shard) => {
-        const client = new pg.Client({
-          ...postgresClientConfig(shard.location.url, this.connection, 'pool'),
-          application_name: CROSS_SHARD_BATCH_APPLICATION,
-        });
+        const client = new pg.Client({ ...shard.location.client, application_name: CROSS_SHARD_BATCH_APPLICATION });
         client.on('error', () => {});
         try {
           await client.connect();
