@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    // Names the client behind a pg 'error' nobody listened for (see the file).
+    setupFiles: ['test/support/pg-error-origin.ts'],
   },
 });
