@@ -79,7 +79,7 @@ describe('claim shares and round-robin', () => {
 });
 
 describe('shard numbering and the shard list', () => {
-  const at = (given: string): ShardLocation => ({ given, url: given, schema: 'docket', client: {} });
+  const at = (given: string): ShardLocation => shardLocation(given, 'docket', resolvePostgresConnectionOptions());
   const locations = ['postgres://a/x', 'postgres://b/x', 'postgres://c/x'].map(at);
 
   it('keeps numbered shards, gives a fresh one its position when free, else the lowest free number', () => {

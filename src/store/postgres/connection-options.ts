@@ -17,7 +17,6 @@
  * - `listenUrl`: where the LISTEN connection goes (a direct URL when the main one is a
  *   transaction pooler), or `false` for none at all: workers then poll.
  */
-import type pg from 'pg';
 import { ConfigurationError } from '../../job/errors.js';
 
 /** Default server-side `statement_timeout`, ms: far above any of Docket's own statements (milliseconds each). */
@@ -152,6 +151,21 @@ export function resolvePostgresConnectionOptions(
 }
 
 /**
+ * The `pg` settings Docket gives one connection: a subset of pg's `ClientConfig`, spelled out
+ * here so the package's declarations never name pg's types (a user need not install @types/pg).
+ */
+export interface PostgresClientSettings {
+  connectionString: string;
+  application_name: string;
+  keepAlive: boolean;
+  keepAliveInitialDelayMillis: number;
+  connectionTimeoutMillis: number;
+  idle_in_transaction_session_timeout: number;
+  statement_timeout?: number;
+  query_timeout?: number;
+}
+
+/**
  * What a connection is for, which decides its timeouts:
  * - `pool`: claims, heartbeats, completions, submits, admin calls: every statement is short, so
  *   the server's `statement_timeout` and a client-side read deadline just past it apply.
@@ -189,7 +203,7 @@ export function postgresClientConfig(
   connectionString: string,
   settings: ResolvedPostgresConnectionOptions,
   purpose: PostgresConnectionPurpose,
-): pg.ClientConfig {
+): PostgresClientSettings {
   const bounded = purpose === 'pool' && settings.statementTimeoutMs > 0;
   return {
     connectionString,

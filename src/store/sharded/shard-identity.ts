@@ -17,7 +17,11 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ConfigurationError } from '../../job/errors.js';
 import { redactStoreUrl } from '../open-store.js';
-import { postgresClientConfig, type ResolvedPostgresConnectionOptions } from '../postgres/connection-options.js';
+import {
+  type PostgresClientSettings,
+  postgresClientConfig,
+  type ResolvedPostgresConnectionOptions,
+} from '../postgres/connection-options.js';
 import { quoteIdentifier } from '../postgres/migrations.js';
 import { DEFAULT_POSTGRES_SCHEMA, splitSchemaFromUrl, validateSchemaName } from '../postgres/postgres-store.js';
 import { MAX_SHARD_NUMBER, shardIdRange } from './shard-ids.js';
@@ -42,7 +46,7 @@ export interface ShardLocation {
    * read timeouts). Without them, a read of a shard whose network hung waited for TCP to give up
    * (many minutes), and the identity refresh, one shard after another, stopped with it.
    */
-  client: pg.ClientConfig;
+  client: PostgresClientSettings;
 }
 
 /** What the sharded store's own connections are called in `pg_stat_activity`. */
