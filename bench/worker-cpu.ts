@@ -145,14 +145,13 @@ async function runChild(
   concurrency: number,
 ): Promise<void> {
   // The raw-SQL reference's statements name Docket's default schema: it gets a database of its own.
-  const raw = dir === RAW_SQL;
-  const rawDatabase = raw ? scratchName('cpu_raw') : undefined;
+  const rawDatabase = dir === RAW_SQL ? scratchName('cpu_raw') : undefined;
   if (rawDatabase) await recreateDatabase(rawDatabase);
-  const admin = store === 'postgres' && !raw ? new pg.Client({ connectionString: url }) : undefined;
+  const admin = store === 'postgres' && !rawDatabase ? new pg.Client({ connectionString: url }) : undefined;
   await admin?.connect();
   await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   const sqliteDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), `docket-${schema}-`)) : undefined;
-  const Docket = await importDocket(raw ? THIS_CHECKOUT : dir);
+  const Docket = await importDocket(rawDatabase ? THIS_CHECKOUT : dir);
   const docket = await Docket.open(
     sqliteDir
       ? { url: `sqlite:${join(sqliteDir, 'docket.db')}` }

@@ -41,6 +41,22 @@ function freshSchema(): string {
   return `sh_${randomBytes(5).toString('hex')}`;
 }
 
+/**
+ * Picks idempotency keys (`prefix0`, `prefix1`, …) whose scope (queue `default`, `kind`) hashes to
+ * a given shard among `numbers`, a fresh key at every call.
+ */
+function keysOnShards(kind: string, prefix: string, numbers: readonly number[]): (shard: number) => string {
+  const used = new Set<string>();
+  return (shard) => {
+    for (let i = 0; ; i += 1) {
+      const key = `${prefix}${i}`;
+      if (used.has(key) || shardForKey(JSON.stringify(['default', kind, key]), numbers) !== shard) continue;
+      used.add(key);
+      return key;
+    }
+  };
+}
+
 /** Opens one shard's own schema directly, as an operator's psql would see it. */
 function openShard(port: number, schema: string): Promise<PostgresStore> {
   return PostgresStore.open(shardClusterUrl(port), { schema });
@@ -346,12 +362,7 @@ describe('sharded store', () => {
       for (let i = 0; i < 12; i += 1) during.push((await docket.submit({ kind: 'work', payload: { during: i } })).id);
       expect(during.every((id) => shardNumberOfId(id) !== 2)).toBe(true);
       // A key is routed over all three numbers: one of shard 2 waits for it (never lands elsewhere).
-      const numbers = [0, 1, 2];
-      const keyOf = (shard: number) => {
-        for (let i = 0; ; i += 1) {
-          if (shardForKey(JSON.stringify(['default', 'work', `k${i}`]), numbers) === shard) return `k${i}`;
-        }
-      };
+      const keyOf = keysOnShards('work', 'k', [0, 1, 2]);
       const keyed = await docket.submit({ kind: 'work', payload: {}, idempotencyKey: keyOf(0) });
       expect(shardNumberOfId(keyed.id)).toBe(0);
       // Shard 2's key: the submit keeps retrying (its retry window) until the shard is back.
@@ -387,16 +398,11 @@ describe('sharded store', () => {
       connectAttemptTimeoutMs: 1000,
       statementTimeoutMs: 2000,
     })) as unknown as ShardedStore;
-    const numbers = store.describeShards().map((shard) => shard.number);
-    const used = new Set<string>();
-    const keyOf = (shard: number) => {
-      for (let i = 0; ; i += 1) {
-        const key = `b${i}`;
-        if (used.has(key) || shardForKey(JSON.stringify(['default', 'batch', key]), numbers) !== shard) continue;
-        used.add(key);
-        return key;
-      }
-    };
+    const keyOf = keysOnShards(
+      'batch',
+      'b',
+      store.describeShards().map((shard) => shard.number),
+    );
     // A batch with one key on shard 0 and one on shard 2 (the spare): one atomic write over both.
     const batch = () =>
       [keyOf(0), keyOf(2)].map((key) => normalizeSubmit({ kind: 'batch', payload: key, idempotencyKey: key }, () => 0));
@@ -460,11 +466,16 @@ describe('sharded store', () => {
       await locker.query(`LOCK TABLE ${schema}.shard_identity IN ACCESS EXCLUSIVE MODE`);
       // Another process drains shard 1.
       await (other.store as ShardedStore).setDraining(urls[1]!, true);
-      await new Promise((resolve) => setTimeout(resolve, IDENTITY_REFRESH_MS + 200));
-      // A submit finds the refresh due and starts it beside itself.
-      await docket.submit({ kind: 'refresh', payload: {} });
+      // Each submit starts the refresh beside itself once it is due (every IDENTITY_REFRESH_MS); it
+      // reads shard 0 first, and only the statement timeout lets it go on to shard 1.
       await expect
-        .poll(() => store.describeShards().find((shard) => shard.number === 1)?.draining, { timeout: 6000 })
+        .poll(
+          async () => {
+            await docket.submit({ kind: 'refresh', payload: {} });
+            return store.describeShards().find((shard) => shard.number === 1)?.draining;
+          },
+          { timeout: IDENTITY_REFRESH_MS + 6000, interval: 250 },
+        )
         .toBe(true);
       const after = await Promise.all(
         Array.from({ length: 9 }, (_, i) => docket.submit({ kind: 'refresh', payload: { i } })),

@@ -4,10 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_JOB_ID } from '../../src/job/list-params.js';
-import {
-  QUERY_TIMEOUT_MARGIN_MS,
-  resolvePostgresConnectionOptions,
-} from '../../src/store/postgres/connection-options.js';
+import { resolvePostgresConnectionOptions } from '../../src/store/postgres/connection-options.js';
 import {
   planShardNumbers,
   SHARD_ADMIN_APPLICATION,
@@ -116,28 +113,16 @@ describe('shard numbering and the shard list', () => {
 });
 
 describe('shardLocation', () => {
-  it("gives the store's own connections to a shard the store's connection options", () => {
-    const connection = resolvePostgresConnectionOptions({
-      statementTimeoutMs: 1500,
-      connectAttemptTimeoutMs: 700,
-      keepAliveDelayMs: 3000,
-      idleInTransactionTimeoutMs: 9000,
-    });
+  it("gives the store's own connections to a shard the store's connection options, under the admin name", () => {
+    const connection = resolvePostgresConnectionOptions({ statementTimeoutMs: 1500, connectAttemptTimeoutMs: 700 });
     const location = shardLocation('postgres://h:5433/d?schema=s1', undefined, connection);
-    expect(location).toMatchObject({
-      given: 'postgres://h:5433/d?schema=s1',
-      url: 'postgres://h:5433/d',
-      schema: 's1',
-    });
-    expect(location.client).toEqual({
+    expect(location).toMatchObject({ url: 'postgres://h:5433/d', schema: 's1' });
+    // The pool's settings (postgresClientConfig, tested in postgres-connection-options.test.ts), renamed.
+    expect(location.client).toMatchObject({
       connectionString: 'postgres://h:5433/d',
       application_name: SHARD_ADMIN_APPLICATION,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 3000,
       connectionTimeoutMillis: 700,
-      idle_in_transaction_session_timeout: 9000,
       statement_timeout: 1500,
-      query_timeout: 1500 + QUERY_TIMEOUT_MARGIN_MS,
     });
   });
 });

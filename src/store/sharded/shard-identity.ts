@@ -114,9 +114,14 @@ function createDirectorySql(schema: string): string {
   )`;
 }
 
-/** Runs `fn` on a fresh client of the shard (its {@link ShardLocation.client} settings), closed after. */
-export async function withShardClient<T>(location: ShardLocation, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client(location.client);
+/**
+ * A new connection to the shard with its {@link ShardLocation.client} settings (`application` in
+ * `pg_stat_activity`, the store's admin name by default); a connect that fails leaves nothing open.
+ */
+export async function connectShardClient(location: ShardLocation, application?: string): Promise<pg.Client> {
+  const client = new pg.Client(
+    application === undefined ? location.client : { ...location.client, application_name: application },
+  );
   client.on('error', () => {});
   try {
     await client.connect();
@@ -124,6 +129,12 @@ export async function withShardClient<T>(location: ShardLocation, fn: (client: p
     await client.end().catch(() => {});
     throw error;
   }
+  return client;
+}
+
+/** Runs `fn` on a fresh client of the shard ({@link connectShardClient}), closed after. */
+export async function withShardClient<T>(location: ShardLocation, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectShardClient(location);
   try {
     return await fn(client);
   } finally {

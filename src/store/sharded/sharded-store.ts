@@ -22,7 +22,7 @@
  * - Reads fan out and merge: lists by id (shard-major, so keyset pages are exact), counts summed.
  */
 
-import pg from 'pg';
+import type pg from 'pg';
 import type { Clock, ClockTimer } from '../../clock/clock.js';
 import { systemClock } from '../../clock/clock.js';
 import { ConfigurationError, DocketError, IdempotencyConflictError, PartialBatchError } from '../../job/errors.js';
@@ -87,6 +87,7 @@ import type {
 import { DeferredShardStore } from './deferred-shard-store.js';
 import {
   assignShardNumber,
+  connectShardClient,
   directoryKey,
   planShardNumbers,
   readShardDirectory,
@@ -774,24 +775,13 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   /**
-   * One new connection to each shard, with the store's connection options (its location's client
-   * settings: connect attempt timeout, keepalives, statement and read timeouts). When any connect fails, the
-   * others are closed before the first failure is thrown: a keyed batch retried through a shard's
+   * One new connection to each shard ({@link connectShardClient}: the store's connection options).
+   * When any connect fails, the others are closed before the first failure is thrown: a keyed batch retried through a shard's
    * outage must not leave a session open on every healthy shard at each attempt.
    */
   private async connectEach(shards: readonly Shard[]): Promise<pg.Client[]> {
     const attempts = await Promise.allSettled(
-      shards.map(async (shard) => {
-        const client = new pg.Client({ ...shard.location.client, application_name: CROSS_SHARD_BATCH_APPLICATION });
-        client.on('error', () => {});
-        try {
-          await client.connect();
-        } catch (error) {
-          await client.end().catch(() => undefined);
-          throw error;
-        }
-        return client;
-      }),
+      shards.map((shard) => connectShardClient(shard.location, CROSS_SHARD_BATCH_APPLICATION)),
     );
     const clients = attempts.flatMap((attempt) => (attempt.status === 'fulfilled' ? [attempt.value] : []));
     const failed = attempts.find((attempt) => attempt.status === 'rejected');
