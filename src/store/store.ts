@@ -251,9 +251,9 @@ export interface ListPageParams {
 
 /**
  * Jobs by the {@link JobFilter} (states, queue, kind, id and run-at ranges, payload equality).
- * Each store serves state + queue (+ id order) from an index (PostgreSQL: jobs (state, queue, id);
- * SQLite: a (queue, id) index per piling-up state and the running rows' lease index; both:
- * dead_jobs (queue, id)); the other tests filter the rows that range reads.
+ * Each store serves state + queue (+ id order) from an index (PostgreSQL: jobs (state, queue, id)
+ * over every state but running; SQLite: a (queue, id) index per piling-up state; both: the running
+ * rows' lease index and dead_jobs (queue, id)); the other tests filter the rows that range reads.
  *
  * @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x.
  */

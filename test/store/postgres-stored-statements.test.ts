@@ -248,9 +248,7 @@ describe('PostgresStore: stored hot statements', () => {
     expect(claimPlan).toHaveLength(1);
     // (A HashAggregate de-duplicates the exhausted ids to delete: no table is read through a hash.)
     expect(claimPlan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash Join/);
-    expect(claimPlan[0], 'the search reads a lease index').toMatch(
-      /Index Scan using (jobs_running_lease_idx|jobs_state_queue_id_idx)/,
-    );
+    expect(claimPlan[0], 'the search reads the lease index').toMatch(/Index Scan using jobs_running_lease_idx/);
   });
 
   it('answers the same jobs through the stored claim as through the statement it wraps', async () => {

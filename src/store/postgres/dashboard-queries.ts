@@ -4,14 +4,17 @@
  *
  * Statements are assembled from the filter, but only ever from fixed SQL text: every value a
  * caller gave (queue, kind, ids, instants, the payload path and value) is a bind parameter, so
- * nothing a caller writes becomes SQL. Indexes (migration 4): jobs (state, queue, id) pages and
- * counts a state, dead_jobs (queue, id) the dead letters; the activity window reads
- * jobs_finished_idx and dead_jobs_parked_at_idx by range.
+ * nothing a caller writes becomes SQL. Indexes: jobs_listed_state_queue_id_idx (state, queue, id),
+ * partial on every state but running (migration 6, decision 0018), pages and counts a state;
+ * running rows, a few per worker slot, are read through jobs_running_lease_idx; dead_jobs
+ * (queue, id) pages the dead letters; the activity window reads jobs_finished_idx and
+ * dead_jobs_parked_at_idx by range. A read of several states that include running is two reads,
+ * one per index, merged by id.
  *
  * Counts are bounded: each reads at most `exactUpTo + 1` index entries; a count that reaches the
  * bound is replaced by the planner's estimate for the same predicate (EXPLAIN), flagged estimated.
  */
-import type { Job } from '../../job/job.js';
+import type { Job, JobState } from '../../job/job.js';
 import type { JobFilter } from '../../job/job-filter.js';
 import {
   type ActivityRow,
@@ -69,11 +72,40 @@ function filterConditions(binds: Binds, filter: JobFilter, a: string): string[] 
   return conditions;
 }
 
-/** The state condition on the jobs table: equality for one state (so the (state, queue, id) index leads). */
-function stateCondition(binds: Binds, states: readonly string[], a: string): string {
-  return states.length === 1
-    ? `${a}.state = ${binds.add(states[0], '::text')}`
-    : `${a}.state = ANY(${binds.add([...states], '::text[]')})`;
+/**
+ * `states` split by the index that holds them: the states that pile up (the list index), then
+ * running (the lease index), each group read on its own and merged by id.
+ */
+function stateGroups(states: readonly JobState[]): JobState[][] {
+  const listed = states.filter((state) => state !== 'running');
+  const groups: JobState[][] = listed.length > 0 ? [listed] : [];
+  if (listed.length < states.length) groups.push(['running']);
+  return groups;
+}
+
+/**
+ * The condition of one {@link stateGroups} group: running as the literal the lease index's
+ * predicate names; the others by equality (for one state, so the list index's (state, queue, id)
+ * leads) together with the list index's own predicate, so the planner may use it whatever the
+ * bound states.
+ */
+function stateCondition(binds: Binds, group: readonly JobState[], a: string): string {
+  if (group.length === 1 && group[0] === 'running') return `${a}.state = 'running'`;
+  const equality =
+    group.length === 1
+      ? `${a}.state = ${binds.add(group[0], '::text')}`
+      : `${a}.state = ANY(${binds.add([...group], '::text[]')})`;
+  return `${equality} AND ${a}.state <> 'running'`;
+}
+
+/**
+ * What a read of `group` orders by: the id, except for running rows, which are ordered by `id + 0`.
+ * No index holds them in id order, and the primary key would: a plan that walked it for the few
+ * running rows would pass every other row of the table on the way (the planner picks that walk on
+ * a table it has no statistics for). With `+ 0` they are read through the lease index and sorted.
+ */
+function idOrder(a: string, group: readonly JobState[] | null): string {
+  return group?.length === 1 && group[0] === 'running' ? `${a}.id + 0` : `${a}.id`;
 }
 
 function where(conditions: readonly string[]): string {
@@ -105,15 +137,15 @@ export class PostgresDashboardQueries {
     const limit = binds.add(page.limit, '::int');
     const after = page.afterId === 0 ? null : binds.add(String(page.afterId), '::bigint');
     const direction = desc ? 'DESC' : 'ASC';
-    const branch = (table: string, a: string, states: string | null) => {
+    const branch = (table: string, a: string, stateGroup: readonly JobState[] | null) => {
       const conditions = filterConditions(binds, page.filter, a);
-      if (states !== null) conditions.unshift(states);
+      if (stateGroup !== null) conditions.unshift(stateCondition(binds, stateGroup, a));
       if (after !== null) conditions.push(`${a}.id ${desc ? '<' : '>'} ${after}`);
       return `(SELECT ${JOB_COLUMNS.map((c) => `${a}.${c}`).join(', ')} FROM ${table} ${a} ${where(conditions)}
-        ORDER BY ${a}.id ${direction} LIMIT ${limit})`;
+        ORDER BY ${idOrder(a, stateGroup)} ${direction} LIMIT ${limit})`;
     };
     const branches: string[] = [];
-    if (page.liveStates.length > 0) branches.push(branch(this.jobs, 'j', stateCondition(binds, page.liveStates, 'j')));
+    for (const group of stateGroups(page.liveStates)) branches.push(branch(this.jobs, 'j', group));
     if (page.dead) branches.push(branch(this.dead, 'd', null));
     if (branches.length === 0) return [];
     const sql = `SELECT * FROM (${branches.join(' UNION ALL ')}) page ORDER BY id ${direction} LIMIT ${limit}`;
@@ -123,7 +155,8 @@ export class PostgresDashboardQueries {
 
   /**
    * Per-queue counts, bounded. One statement finds every queue by loose index scans (distinct
-   * (state, queue) of jobs, distinct queue of dead_jobs, paused queues) and counts each part of
+   * (state, queue) of the list index, distinct queue of dead_jobs, paused queues) and the running
+   * rows' queues (the lease index: a few rows), and counts each part of
    * each queue with a LIMITed range; the due part sums the claim index's (queue, kind, priority)
    * ranges `run_at <= now`. Parts that reached the bound are then estimated by the planner.
    */
@@ -135,10 +168,11 @@ export class PostgresDashboardQueries {
       `(SELECT count(*) FROM (SELECT 1 FROM ${table} x WHERE ${condition} LIMIT $2) c)`;
     const sql = `
       WITH RECURSIVE pairs(state, queue) AS (
-        (SELECT state, queue FROM ${this.jobs} ORDER BY state, queue LIMIT 1)
+        (SELECT state, queue FROM ${this.jobs} WHERE state <> 'running' ORDER BY state, queue LIMIT 1)
         UNION ALL
         SELECT n.state, n.queue FROM pairs p CROSS JOIN LATERAL (
-          SELECT j.state, j.queue FROM ${this.jobs} j WHERE (j.state, j.queue) > (p.state, p.queue)
+          SELECT j.state, j.queue FROM ${this.jobs} j
+          WHERE j.state <> 'running' AND (j.state, j.queue) > (p.state, p.queue)
           ORDER BY j.state, j.queue LIMIT 1) n
       ),
       dead_queues(queue) AS (
@@ -158,6 +192,7 @@ export class PostgresDashboardQueries {
       ),
       names AS (
         SELECT queue FROM pairs UNION SELECT queue FROM dead_queues
+        UNION SELECT queue FROM ${this.jobs} WHERE state = 'running'
         UNION SELECT name FROM ${this.queues} WHERE paused
       )
       SELECT q.queue, coalesce((SELECT paused FROM ${this.queues} WHERE name = q.queue), false) AS paused,
@@ -306,9 +341,9 @@ export class PostgresDashboardQueries {
   /** `SELECT 1 …` of each table a bulk action reads, with its binds. */
   private matchSelects(bulk: CheckedBulk): { sql: string; values: unknown[] }[] {
     const selects: { sql: string; values: unknown[] }[] = [];
-    if (bulk.liveStates.length > 0) {
+    for (const group of stateGroups(bulk.liveStates)) {
       const binds = new Binds();
-      const conditions = [stateCondition(binds, bulk.liveStates, 'j'), ...filterConditions(binds, bulk.filter, 'j')];
+      const conditions = [stateCondition(binds, group, 'j'), ...filterConditions(binds, bulk.filter, 'j')];
       selects.push({ sql: `SELECT 1 FROM ${this.jobs} j ${where(conditions)}`, values: binds.values });
     }
     if (bulk.dead) {
@@ -336,12 +371,25 @@ export class PostgresDashboardQueries {
     const after = binds.add(String(checked.afterId), '::bigint');
     const table = checked.dead ? this.dead : this.jobs;
     const a = checked.dead ? 'd' : 'j';
-    const conditions = filterConditions(binds, checked.filter, a);
-    if (!checked.dead) conditions.unshift(stateCondition(binds, checked.liveStates, a));
-    conditions.push(`${a}.id > ${after}`);
-    const picked = `picked AS (
-        SELECT ${a}.id FROM ${table} ${a} ${where(conditions)}
-        ORDER BY ${a}.id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    const pick = (stateGroup: readonly JobState[] | null) => {
+      const conditions = filterConditions(binds, checked.filter, a);
+      if (stateGroup) conditions.unshift(stateCondition(binds, stateGroup, a));
+      conditions.push(`${a}.id > ${after}`);
+      return `SELECT ${a}.id FROM ${table} ${a} ${where(conditions)}
+        ORDER BY ${idOrder(a, stateGroup)} LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
+    };
+    const groups = checked.dead ? [null] : stateGroups(checked.liveStates);
+    // States held by both indexes: each read picks its first `limit` rows, the batch the first
+    // `limit` of them all. The rows a read locked beyond those have greater ids than the batch's
+    // last, so the next batch reads them again; their locks end with this statement.
+    const picked =
+      groups.length === 0
+        ? 'picked AS (SELECT NULL::bigint AS id WHERE false)'
+        : groups.length === 1
+          ? `picked AS (${pick(groups[0]!)})`
+          : `${groups.map((group, i) => `picked_${i} AS (${pick(group)})`).join(',\n      ')},
+      picked AS (
+        ${groups.map((_, i) => `SELECT id FROM picked_${i}`).join(' UNION ALL ')} ORDER BY id LIMIT ${limit}
       )`;
     const wake = (source: string) => `wake AS (
         SELECT pg_notify(${this.channelLiteral}, ${epochMsText('min(run_at)')}) FROM ${source} HAVING count(*) > 0
