@@ -313,6 +313,60 @@ describe.each(conformanceStoreKinds())('%s store: dashboard conformance', (store
       expect(await store.deadLetterList({ queue: p })).toHaveLength(1);
     });
 
+    it('pages and cancels pending and running jobs together in id order, each once, in small batches', async () => {
+      // Even-numbered jobs due first and claimed (running), odd ones pending: the two states'
+      // ids interleave, and PostgreSQL reads them through two indexes and merges them (decision 0018).
+      const q = nextQueue();
+      const results = await store.jobSubmit({
+        now: t(0),
+        jobs: Array.from({ length: 10 }, (_, i) =>
+          spec({ kind: 'k', queue: q, runAt: i % 2 === 0 ? t(1) : t(100_000) }),
+        ),
+      });
+      const made = results.map((result) => Number(result.id));
+      const running = await store.jobClaim({ owner: 'w', limit: 10, leaseMs: LEASE_MS, queues: [q], now: t(2) });
+      expect(running.map((job) => Number(job.id)).sort((a, b) => a - b)).toEqual(made.filter((_, i) => i % 2 === 0));
+
+      for (const order of ['asc', 'desc'] as const) {
+        const seen: number[] = [];
+        let afterId: string | undefined;
+        for (;;) {
+          const page = await store.jobList({ queue: q, states: ['pending', 'running'], limit: 3, order, afterId });
+          if (page.length === 0) break;
+          seen.push(...ids(page));
+          afterId = page.at(-1)!.id;
+        }
+        expect(seen, order).toEqual(order === 'asc' ? made : [...made].reverse());
+      }
+      expect(ids(await store.jobList({ queue: q, states: ['running'], order: 'desc', limit: 2 }))).toEqual([
+        made[8],
+        made[6],
+      ]);
+
+      const batches: { scanned: number; affected: number; lastId: string | null }[] = [];
+      let afterId: string | undefined;
+      for (;;) {
+        const batch = await store.jobBulkApply({
+          action: 'cancel',
+          filter: { queue: q },
+          limit: 3,
+          afterId,
+          now: t(3),
+        });
+        batches.push(batch);
+        if (batch.scanned < 3) break;
+        afterId = batch.lastId!;
+      }
+      expect(batches).toEqual([
+        { scanned: 3, affected: 3, lastId: String(made[2]) },
+        { scanned: 3, affected: 3, lastId: String(made[5]) },
+        { scanned: 3, affected: 3, lastId: String(made[8]) },
+        { scanned: 1, affected: 1, lastId: String(made[9]) },
+      ]);
+      const after = await store.jobList({ queue: q, limit: 100 });
+      expect(after.map((job) => job.state)).toEqual(Array(10).fill('cancelled'));
+    });
+
     it('retries dead letters that share an idempotency key, the first keeping the key', async () => {
       const q = nextQueue();
       const [a] = await store.jobSubmit({
