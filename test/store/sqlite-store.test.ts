@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
-import { checkBulkApplyParams, checkCountParams, checkListParams } from '../../src/store/dashboard-params.js';
+import { checkBulkApplyParams, checkCountParams } from '../../src/store/dashboard-params.js';
 import * as claimSql from '../../src/store/sqlite/claim-queries.js';
 import { SqliteDashboardQueries } from '../../src/store/sqlite/dashboard-queries.js';
 import { ForeignSubmitWatcher } from '../../src/store/sqlite/foreign-submit-watcher.js';
@@ -19,6 +19,7 @@ import * as jobSql from '../../src/store/sqlite/job-queries.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { LEASE_EXPIRED_MESSAGE, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { WakeUp } from '../../src/store/store.js';
+import { planBulkReads, planListReads } from '../support/dashboard-plan-reads.js';
 
 const CHILD = resolve(import.meta.dirname, 'fixtures/sqlite-child.ts');
 const REPO = resolve(import.meta.dirname, '../..');
@@ -339,39 +340,14 @@ describe('SqliteStore dashboard plans', () => {
       },
     });
     const dashboard = new SqliteDashboardQueries(recording);
-    const stateSets = [
-      ['pending'],
-      ['running'],
-      ['done'],
-      ['cancelled'],
-      ['pending', 'running'],
-      ['done', 'cancelled', 'dead'],
-    ] as const;
-    for (const queue of [undefined, 'q1']) {
-      for (const states of stateSets) {
-        for (const order of ['asc', 'desc'] as const) {
-          const page = dashboard.list(checkListParams({ states: [...states], queue, limit: 50, order }));
-          expect(page.length, `${states} ${queue} ${order}`).toBeGreaterThan(0);
-          dashboard.list(
-            checkListParams({ states: [...states], queue, kind: 'k1', limit: 50, order, afterId: '150000' }),
-          );
-        }
-      }
-      for (const action of ['cancel', 'reschedule'] as const) {
-        const filter = {
-          queue,
-          states: action === 'cancel' ? (['pending', 'running'] as const) : (['pending'] as const),
-        };
-        dashboard.countMatching(checkCountParams({ action, filter: { ...filter, states: [...filter.states] } }), 10);
-        const bulk = checkBulkApplyParams({
-          action,
-          filter: { ...filter, states: [...filter.states] },
-          limit: 100,
-          afterId: '100',
-          ...(action === 'reschedule' ? { runAt: new Date(1) } : {}),
-        });
-        expect(dashboard.batchIds(bulk, bulk.afterId, bulk.limit)).toHaveLength(100);
-      }
+    for (const { label, first, later } of planListReads()) {
+      expect(dashboard.list(first).length, label).toBeGreaterThan(0);
+      dashboard.list(later);
+    }
+    for (const read of planBulkReads()) {
+      dashboard.countMatching(checkCountParams({ action: read.action, filter: read.filter }), 10);
+      const bulk = checkBulkApplyParams(read);
+      expect(dashboard.batchIds(bulk, bulk.afterId, bulk.limit)).toHaveLength(100);
     }
     // A small bound, so every part is past it and estimated from its index too.
     const counts = dashboard.queueCounts(10_000, 10, [{ queue: 'q1', kind: 'k1', priority: 0 }]);

@@ -83,6 +83,11 @@ function stateGroups(states: readonly JobState[]): JobState[][] {
   return groups;
 }
 
+/** Whether a {@link stateGroups} group is the running rows' (null: the dead-letter table's read). */
+function readsRunning(group: readonly JobState[] | null): boolean {
+  return group?.[0] === 'running';
+}
+
 /**
  * The condition of one {@link stateGroups} group: running as the literal the lease index's
  * predicate names; the others by equality (for one state, so the list index's (state, queue, id)
@@ -90,7 +95,7 @@ function stateGroups(states: readonly JobState[]): JobState[][] {
  * bound states.
  */
 function stateCondition(binds: Binds, group: readonly JobState[], a: string): string {
-  if (group.length === 1 && group[0] === 'running') return `${a}.state = 'running'`;
+  if (readsRunning(group)) return `${a}.state = 'running'`;
   const equality =
     group.length === 1
       ? `${a}.state = ${binds.add(group[0], '::text')}`
@@ -105,7 +110,7 @@ function stateCondition(binds: Binds, group: readonly JobState[], a: string): st
  * a table it has no statistics for). With `+ 0` they are read through the lease index and sorted.
  */
 function idOrder(a: string, group: readonly JobState[] | null): string {
-  return group?.length === 1 && group[0] === 'running' ? `${a}.id + 0` : `${a}.id`;
+  return readsRunning(group) ? `${a}.id + 0` : `${a}.id`;
 }
 
 function where(conditions: readonly string[]): string {
