@@ -20,6 +20,13 @@
  * worker (bench/systems/raw-sql.ts: claims of 500, a fenced batch finish, nothing else) on the
  * same jobs, each round in a scratch database of its own, so the gap between Docket's worker and
  * the least a worker on its schema must do is read in CPU, not in a noisy rate.
+ *
+ * Each child loads the one tree it measures, and nothing of Docket's besides (the raw-SQL driver,
+ * which brings this checkout's Docket with it, only in the raw-SQL child). A child that had loaded
+ * this checkout's modules as well as the baseline's ran the same SQLite drain on 1.4x less CPU than
+ * a child that had loaded one copy, in every round: the extra modules shifted when V8's young-
+ * generation collections fell, and with them how many claimed jobs each one copied
+ * (docs/benchmarks.md, "A/A runs").
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -32,7 +39,6 @@ import pg from 'pg';
 import { importDocket, THIS_CHECKOUT } from './checkouts.js';
 import { databaseUrl, dropDatabase, recreateDatabase, scratchName } from './pg-admin.js';
 import { median } from './stats.js';
-import { rawSqlSystem } from './systems/raw-sql.js';
 
 const CHILD = 'child';
 /** The `--baseline` value that names the raw-SQL reference worker instead of a checkout. */
@@ -186,6 +192,7 @@ async function runChild(
     let worker: { stop(): Promise<void> };
     if (rawDatabase) {
       const config = { system: 'raw-sql', variant: 'tuned', concurrency, redisUrl: '', redisPrefix: '' } as const;
+      const { rawSqlSystem } = await import('./systems/raw-sql.js');
       worker = await rawSqlSystem.startWorker({ ...config, databaseUrl: databaseUrl(rawDatabase) }, onStart);
     } else {
       const docketWorker = docket.worker(

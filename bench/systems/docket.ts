@@ -12,9 +12,9 @@
 import { rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { Docket } from '../../src/docket.js';
+import type { Docket } from '../../src/docket.js';
 import type { WorkerOptions } from '../../src/worker/worker-options.js';
-import { importDocket } from '../checkouts.js';
+import { importDocket, THIS_CHECKOUT } from '../checkouts.js';
 import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
 import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
 
@@ -51,7 +51,16 @@ async function loadBaselineDocket(): Promise<DocketClass> {
   return importDocket(dir);
 }
 
-function docketModule(name: SystemName, loadDocket: () => Promise<DocketClass> = async () => Docket): SystemModule {
+/**
+ * `loadDocket` imports the checkout's Docket when a driver first opens it, never at this module's
+ * import: a worker process of the baseline then holds the baseline's modules only, as a worker of
+ * this checkout holds only this checkout's. (With this checkout's modules loaded beside the
+ * baseline's, the same code drained SQLite on 1.4x less CPU: docs/benchmarks.md, "A/A runs".)
+ */
+function docketModule(
+  name: SystemName,
+  loadDocket: () => Promise<DocketClass> = () => importDocket(THIS_CHECKOUT),
+): SystemModule {
   const sqlite = name === 'docket-sqlite' || name === 'docket-sqlite-baseline';
   async function open(config: SystemConfig): Promise<Docket> {
     return (await loadDocket()).open({ url: config.databaseUrl, schema: SCHEMA });
