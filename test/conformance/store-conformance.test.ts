@@ -422,6 +422,40 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
         expect(others.map((other) => other.retryPolicy)).toEqual(expected.filter((_, n) => claimed[n] !== job));
       }
     });
+
+    it("gives the jobs of one claim shared instants that no job can change, each equal to the job's own", async () => {
+      // A claim reads each run of equal instants once (ClaimedRowValues): the lease end and start it
+      // set on every row, and the run and creation times a batch gave alike. Shared Dates must be
+      // read-only, and each job must still carry its own values where they differ.
+      const q = nextQueue();
+      const runAts = [t(10), t(10), t(20), t(10), t(20), t(20)];
+      const ids = (
+        await store.jobSubmit({
+          jobs: runAts.map((runAt, n) => spec({ kind: 'conf.claim-instants', queue: q, payload: { n }, runAt })),
+          now: t(0),
+        })
+      ).map((result) => result.id);
+      const claimed = await store.jobClaim({ owner: 'w', limit: 10, leaseMs: LEASE_MS, queues: [q], now: t(30) });
+      expect(claimed.map((job) => job.id).sort()).toEqual([...ids].sort());
+      for (const job of claimed) {
+        expect(job).toEqual(await mustGet(job.id));
+        expect(job.runAt).toEqual(runAts[(job.payload as { n: number }).n]);
+        expect(job.leaseUntil).toEqual(t(30 + LEASE_MS / 1000));
+        expect(job.startedAt).toEqual(t(30));
+        expect(job.createdAt).toEqual(t(0));
+        for (const instant of [job.runAt, job.leaseUntil, job.createdAt, job.startedAt!]) {
+          expect(instant).toBeInstanceOf(Date);
+          const before = instant.getTime();
+          expect(() => instant.setTime(0)).toThrow(/read-only.*new Date/);
+          expect(() => instant.setUTCFullYear(2000)).toThrow(TypeError);
+          expect(instant.getTime()).toBe(before);
+          // A copy is an ordinary Date, free to change.
+          const copy = new Date(instant);
+          copy.setTime(0);
+          expect(copy.getTime()).toBe(0);
+        }
+      }
+    });
   });
 
   describe('jobHeartbeat', () => {

@@ -6,7 +6,7 @@
  * policy (planClaimedRuns in ../schedule-plan.ts); the store runs it between the two.
  */
 import type { ClaimedJob } from '../../job/job.js';
-import { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
+import { ClaimedRowValues } from '../claimed-row-values.js';
 import { JOB_COLUMNS } from '../job-columns.js';
 import type { JobClaimParams } from '../store.js';
 import { LEASE_EXPIRED_MESSAGE } from '../store-params.js';
@@ -99,8 +99,8 @@ export class PostgresClaimQueries {
     // The job columns, then needs_transaction (true only on the one all-NULL row of a deferral).
     const needsTransaction = rows[0]?.[NEEDS_TRANSACTION_AT] === true;
     const jobs: ClaimedJob[] = [];
-    const policies = new ClaimedRetryPolicies();
-    for (const row of rows) if (row[0] !== null) jobs.push(claimedValuesToJob(row, params.owner, policies));
+    const repeated = new ClaimedRowValues();
+    for (const row of rows) if (row[0] !== null) jobs.push(claimedValuesToJob(row, params.owner, repeated));
     return { jobs, needsTransaction };
   }
 
@@ -135,8 +135,8 @@ export class PostgresClaimQueries {
       values: this.claimParams(params),
       rowMode: 'array',
     });
-    const policies = new ClaimedRetryPolicies();
-    return result.rows.map((row) => claimedValuesToJob(row, params.owner, policies));
+    const repeated = new ClaimedRowValues();
+    return result.rows.map((row) => claimedValuesToJob(row, params.owner, repeated));
   }
 
   private claimParams(params: JobClaimParams): unknown[] {

@@ -3,7 +3,7 @@
  * parsed) become Docket's records (camelCase), and where job ids become SQL parameters.
  */
 import type { AttemptError, ClaimedJob, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
-import type { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
+import type { ClaimedRowValues } from '../claimed-row-values.js';
 import { JOB_COLUMN_AT as AT, type JOB_COLUMNS } from '../job-columns.js';
 import { parseJobId } from '../store-params.js';
 
@@ -59,20 +59,19 @@ function epochDate(value: unknown): Date | null {
  * A claimed row, read in pg's array mode (`rowMode: 'array'`), as a {@link ClaimedJob}: the values
  * in {@link JOB_COLUMNS} order, in the forms claimedColumnsOf (sql-fragments.ts) gives them, each
  * already parsed by pg's type parsers. Put back here: the state and owner the claim set ('running'
- * and `owner`, the claim's owner parameter), the retry policy (JSON text, parsed by `policies`, one
- * per claim) and an empty errors list (NULL). The timestamps come as epoch-milliseconds text; the
- * Dates equal those pg would parse from the timestamptz: both drop the microseconds toward
- * negative infinity (floor in SQL; pg builds the Date from whole milliseconds of the second).
+ * and `owner`, the claim's owner parameter), the retry policy (JSON text, parsed by `repeated`, one
+ * per claim, once per run of equal texts) and an empty errors list (NULL). The timestamps come as
+ * epoch-milliseconds text, read by `repeated` into read-only Dates shared by runs of rows with
+ * equal values; the Dates equal those pg would parse from the timestamptz: both drop the
+ * microseconds toward negative infinity (floor in SQL; pg builds the Date from whole milliseconds
+ * of the second).
  * Array mode spares the claim's hottest loop a keyed 22-property object per row that was then
  * converted again. Keep it field for field with {@link rowToJob}: the conformance suite checks that
  * a claimed job equals the same job read back.
  */
-export function claimedValuesToJob(
-  values: readonly unknown[],
-  owner: string,
-  policies: ClaimedRetryPolicies,
-): ClaimedJob {
+export function claimedValuesToJob(values: readonly unknown[], owner: string, repeated: ClaimedRowValues): ClaimedJob {
   const errors = values[AT.errors] as StoredAttemptError[] | null;
+  const scheduleSlot = values[AT.schedule_slot] as string | null;
   return {
     id: String(values[AT.id]),
     kind: values[AT.kind] as string,
@@ -80,21 +79,21 @@ export function claimedValuesToJob(
     payload: values[AT.payload] as JsonValue,
     priority: values[AT.priority] as number,
     state: 'running',
-    runAt: epochDate(values[AT.run_at]) as Date,
-    leaseUntil: epochDate(values[AT.lease_until]) as Date,
+    runAt: repeated.instant('runAt', values[AT.run_at] as string),
+    leaseUntil: repeated.instant('leaseUntil', values[AT.lease_until] as string),
     leaseOwner: owner,
     token: values[AT.token] as number,
     attempts: values[AT.attempts] as number,
     maxAttempts: values[AT.max_attempts] as number,
-    retryPolicy: policies.parse(values[AT.retry_policy] as string),
+    retryPolicy: repeated.policy(values[AT.retry_policy] as string),
     errors: errors === null ? [] : attemptErrors(errors),
     idempotencyKey: values[AT.idempotency_key] as string | null,
     timeoutMs: values[AT.timeout_ms] as number | null,
     scheduleId: values[AT.schedule_id] as string | null,
-    scheduleSlot: epochDate(values[AT.schedule_slot]),
-    createdAt: epochDate(values[AT.created_at]) as Date,
+    scheduleSlot: scheduleSlot === null ? null : repeated.instant('scheduleSlot', scheduleSlot),
+    createdAt: repeated.instant('createdAt', values[AT.created_at] as string),
     finishedAt: epochDate(values[AT.finished_at]),
-    startedAt: epochDate(values[AT.started_at]),
+    startedAt: repeated.instant('startedAt', values[AT.started_at] as string),
   };
 }
 

@@ -46,7 +46,7 @@ export function columnsOf(alias: string): string {
  * expression per value. The rest spares the worker's hottest loop a string or a parse per row
  * (claimedValuesToJob, job-row.ts, puts back what is left out): `state` and `lease_owner` are
  * what the claim's UPDATE just set ('running', its owner parameter), so they are not sent; the
- * retry policy comes as JSON text, parsed once per run of equal texts (ClaimedRetryPolicies);
+ * retry policy comes as JSON text, parsed once per run of equal texts (ClaimedRowValues);
  * an empty errors list (every first attempt) comes as NULL instead of a JSON array to parse.
  */
 const CLAIMED_COLUMN_FORMS: { readonly [column in JobColumn]?: { sql: (value: string) => string; type: string } } = {

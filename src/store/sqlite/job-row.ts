@@ -3,7 +3,7 @@
  * records (camelCase, Dates, parsed values), and back.
  */
 import type { AttemptError, ClaimedJob, Job, JobState, JsonValue, RetryPolicy } from '../../job/job.js';
-import type { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
+import type { ClaimedRowValues } from '../claimed-row-values.js';
 import { JOB_COLUMN_AT as AT, type JobColumn } from '../job-columns.js';
 
 /** A row of `jobs` or `dead_jobs` as better-sqlite3 returns it. */
@@ -118,14 +118,16 @@ export function rowToJob(row: JobRow): Job {
  * Reading a claim's 500 rows back cost 8.0 µs a row over the bare UPDATE as keyed objects (one
  * object per row from better-sqlite3) and 4.8 µs as arrays (bench/sqlite-claim-costs.ts). Keep it field for
  * field with rowToJob: the conformance suite checks that a claimed job equals the job read back.
- * The retry policy is parsed by `policies` (one per claim), once per run of rows with equal texts.
+ * `repeated` (one per claim) parses the retry policy once per run of rows with equal texts and
+ * gives the instants as read-only Dates, one per run of rows with equal values.
  */
 export function claimedValuesToJob(
   values: readonly unknown[],
   lease: { nowMs: number; leaseUntilMs: number; owner: string },
-  policies: ClaimedRetryPolicies,
+  repeated: ClaimedRowValues,
 ): ClaimedJob {
   const errors = values[AT.errors] as string | null;
+  const scheduleSlot = values[AT.schedule_slot] as number | null;
   return {
     id: String(values[AT.id]),
     kind: values[AT.kind] as string,
@@ -133,20 +135,20 @@ export function claimedValuesToJob(
     payload: JSON.parse(values[AT.payload] as string) as JsonValue,
     priority: values[AT.priority] as number,
     state: 'running',
-    runAt: new Date(values[AT.run_at] as number),
-    leaseUntil: new Date(lease.leaseUntilMs),
+    runAt: repeated.instant('runAt', values[AT.run_at] as number),
+    leaseUntil: repeated.instant('leaseUntil', lease.leaseUntilMs),
     leaseOwner: lease.owner,
     token: values[AT.token] as number,
     attempts: values[AT.attempts] as number,
     maxAttempts: values[AT.max_attempts] as number,
-    retryPolicy: policies.parse(values[AT.retry_policy] as string),
+    retryPolicy: repeated.policy(values[AT.retry_policy] as string),
     errors: errors === null ? [] : parseAttemptErrors(errors),
     idempotencyKey: values[AT.idempotency_key] as string | null,
     timeoutMs: values[AT.timeout_ms] as number | null,
     scheduleId: values[AT.schedule_id] as string | null,
-    scheduleSlot: epochDate(values[AT.schedule_slot] as number | null),
-    createdAt: new Date(values[AT.created_at] as number),
+    scheduleSlot: scheduleSlot === null ? null : repeated.instant('scheduleSlot', scheduleSlot),
+    createdAt: repeated.instant('createdAt', values[AT.created_at] as number),
     finishedAt: null,
-    startedAt: new Date(lease.nowMs),
+    startedAt: repeated.instant('startedAt', lease.nowMs),
   };
 }

@@ -34,7 +34,7 @@ import { ConfigurationError, ValidationError } from '../../job/errors.js';
 import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
-import { ClaimedRetryPolicies } from '../claimed-retry-policies.js';
+import { ClaimedRowValues } from '../claimed-row-values.js';
 import {
   checkBulkApplyParams,
   checkCountParams,
@@ -294,8 +294,8 @@ export class SqliteStore implements Store {
       if (candidates.length === 0) return { jobs: [], earliestMs: null, nowMs };
       const lease = { nowMs, leaseUntilMs: nowMs + leaseMs, owner: params.owner };
       const rows = this.claims.leaseMany(candidates, { ...lease, message: LEASE_EXPIRED_MESSAGE });
-      const policies = new ClaimedRetryPolicies();
-      const jobs = rows.map((row) => claimedValuesToJob(row, lease, policies));
+      const repeated = new ClaimedRowValues();
+      const jobs = rows.map((row) => claimedValuesToJob(row, lease, repeated));
       const planned = this.applyClaimedRunPlan(jobs, nowMs);
       return { jobs: planned.jobs, earliestMs: planned.earliestMs, nowMs };
     });
