@@ -72,6 +72,7 @@ function epochDate(value: unknown): Date | null {
 export function claimedValuesToJob(values: readonly unknown[], owner: string, repeated: ClaimedRowValues): ClaimedJob {
   const errors = values[AT.errors] as StoredAttemptError[] | null;
   const scheduleSlot = values[AT.schedule_slot] as string | null;
+  const startedAt = values[AT.started_at] as string | null; // the claim sets it; null as before if not
   return {
     id: String(values[AT.id]),
     kind: values[AT.kind] as string,
@@ -93,7 +94,7 @@ export function claimedValuesToJob(values: readonly unknown[], owner: string, re
     scheduleSlot: scheduleSlot === null ? null : repeated.instant('scheduleSlot', scheduleSlot),
     createdAt: repeated.instant('createdAt', values[AT.created_at] as string),
     finishedAt: epochDate(values[AT.finished_at]),
-    startedAt: repeated.instant('startedAt', values[AT.started_at] as string),
+    startedAt: startedAt === null ? null : repeated.instant('startedAt', startedAt),
   };
 }
 
