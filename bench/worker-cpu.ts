@@ -15,7 +15,11 @@
  * drain, which a plan reading more rows than it writes shows first. Printed: each round, then the
  * medians and the ratios this ÷ baseline. `--prefetch auto` leaves the option
  * out (each tree's own default). `--store sqlite` drains a fresh SQLite file (in the temp folder)
- * instead of a PostgreSQL schema. The baseline is a checkout with node_modules (see
+ * instead of a PostgreSQL schema. `--fillfactor N` (PostgreSQL, this tree only) sets the jobs
+ * table's fillfactor after Docket migrated it and before the jobs are submitted, so `--baseline .`
+ * compares a table layout on the same code; each round then also prints the submit rate and the
+ * jobs table's heap size after the drain, which the layout trades against. The baseline is a
+ * checkout with node_modules (see
  * docs/benchmarks.md, "Before and after a change"), or `raw-sql`: the bench's raw-SQL reference
  * worker (bench/systems/raw-sql.ts: claims of 500, a fenced batch finish, nothing else) on the
  * same jobs, each round in a scratch database of its own, so the gap between Docket's worker and
@@ -54,6 +58,7 @@ if (process.argv[2] === CHILD) {
     process.argv[6] ?? 'auto',
     process.argv[7] === 'sqlite' ? 'sqlite' : 'postgres',
     Number(process.argv[8] ?? 10),
+    process.argv[9] ?? 'none',
   );
 } else {
   await runParent();
@@ -68,6 +73,7 @@ async function runParent(): Promise<void> {
       rounds: { type: 'string', default: '8' },
       store: { type: 'string', default: 'postgres' },
       concurrency: { type: 'string', default: '10' },
+      fillfactor: { type: 'string' },
     },
   });
   if (values.store !== 'postgres' && values.store !== 'sqlite') {
@@ -75,6 +81,15 @@ async function runParent(): Promise<void> {
   }
   if (!/^[1-9]\d*$/.test(values.concurrency)) {
     throw new Error(`--concurrency must be a positive integer, got ${JSON.stringify(values.concurrency)}`);
+  }
+  const fillfactor = values.fillfactor ?? 'none';
+  if (values.fillfactor !== undefined) {
+    const percent = Number(values.fillfactor);
+    // PostgreSQL's own bounds for a table's fillfactor.
+    if (!Number.isInteger(percent) || percent < 10 || percent > 100) {
+      throw new Error(`--fillfactor must be an integer from 10 to 100, got ${JSON.stringify(values.fillfactor)}`);
+    }
+    if (values.store !== 'postgres') throw new Error('--fillfactor applies to PostgreSQL only (--store postgres)');
   }
   if (!values.baseline) {
     throw new Error(`--baseline DIR (a checkout of Docket with node_modules) or --baseline ${RAW_SQL} is required`);
@@ -90,6 +105,8 @@ async function runParent(): Promise<void> {
   const wall: Record<string, number[]> = { this: [], baseline: [] };
   const gc: Record<string, number[]> = { this: [], baseline: [] };
   const db: Record<string, number[]> = { this: [], baseline: [] };
+  const submitRate: Record<string, number[]> = { this: [], baseline: [] };
+  const heap: Record<string, number[]> = { this: [], baseline: [] };
   for (let round = 1; round <= Number(values.rounds); round += 1) {
     for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
       const schema = `cpu_${tree.name}_${process.pid}`;
@@ -106,20 +123,34 @@ async function runParent(): Promise<void> {
           values.prefetch,
           values.store,
           values.concurrency,
+          tree.name === 'this' ? fillfactor : 'none',
         ],
         { cwd: tree.dir === RAW_SQL ? THIS_CHECKOUT : tree.dir, encoding: 'utf8' },
       );
       const line = run.stdout.trim().split('\n').at(-1) ?? '';
       if (run.status !== 0 || !line.startsWith('{'))
         throw new Error(`${tree.name} round ${round} failed:\n${run.stderr}`);
-      const result = JSON.parse(line) as { cpuMs: number; wallMs: number; gcMs: number; dbCpuMs: number | null };
+      const result = JSON.parse(line) as {
+        cpuMs: number;
+        wallMs: number;
+        gcMs: number;
+        dbCpuMs: number | null;
+        submitPerSec: number;
+        heapMiB: number | null;
+      };
       cpu[tree.name]?.push(result.cpuMs);
       wall[tree.name]?.push(result.wallMs);
       gc[tree.name]?.push(result.gcMs);
       if (result.dbCpuMs !== null) db[tree.name]?.push(result.dbCpuMs);
+      submitRate[tree.name]?.push(result.submitPerSec);
+      if (result.heapMiB !== null) heap[tree.name]?.push(result.heapMiB);
       const dbPart = result.dbCpuMs === null ? '' : `, database ${result.dbCpuMs.toFixed(0)} ms`;
+      const layoutPart =
+        fillfactor === 'none'
+          ? ''
+          : `; submitted ${result.submitPerSec.toFixed(0)}/s${result.heapMiB === null ? '' : `, heap after ${result.heapMiB.toFixed(1)} MiB`}`;
       console.log(
-        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, gc ${result.gcMs.toFixed(0)} ms${dbPart}, wall ${result.wallMs.toFixed(0)} ms`,
+        `round ${round} ${tree.name.padEnd(8)} cpu ${result.cpuMs.toFixed(0)} ms, gc ${result.gcMs.toFixed(0)} ms${dbPart}, wall ${result.wallMs.toFixed(0)} ms${layoutPart}`,
       );
     }
   }
@@ -140,6 +171,16 @@ async function runParent(): Promise<void> {
   }
   const [mineWall, theirsWall] = [median(wall.this ?? []), median(wall.baseline ?? [])];
   console.log(`wall median: this ${mineWall.toFixed(0)} ms, baseline ${theirsWall.toFixed(0)} ms (load-dependent)`);
+  if (fillfactor !== 'none') {
+    const [mineSubmit, theirsSubmit] = [median(submitRate.this ?? []), median(submitRate.baseline ?? [])];
+    console.log(
+      `submit median: this ${mineSubmit.toFixed(0)}/s, baseline ${theirsSubmit.toFixed(0)}/s, ratio ${(mineSubmit / theirsSubmit).toFixed(2)}`,
+    );
+    if ((heap.this ?? []).length > 0 && (heap.baseline ?? []).length > 0) {
+      const [mineHeap, theirsHeap] = [median(heap.this ?? []), median(heap.baseline ?? [])];
+      console.log(`jobs heap after the drain: this ${mineHeap.toFixed(1)} MiB, baseline ${theirsHeap.toFixed(1)} MiB`);
+    }
+  }
 }
 
 async function runChild(
@@ -149,6 +190,7 @@ async function runChild(
   prefetch: string,
   store: 'postgres' | 'sqlite',
   concurrency: number,
+  fillfactor: string,
 ): Promise<void> {
   // The raw-SQL reference's statements name Docket's default schema: it gets a database of its own.
   const rawDatabase = dir === RAW_SQL ? scratchName('cpu_raw') : undefined;
@@ -166,10 +208,14 @@ async function runChild(
         : { url, schema },
   );
   try {
+    if (fillfactor !== 'none')
+      await admin?.query(`ALTER TABLE ${schema}.jobs SET (fillfactor = ${Number(fillfactor)})`);
+    const submitStartedAt = performance.now();
     for (let i = 0; i < jobs; i += 1000) {
       const size = Math.min(1000, jobs - i);
       await docket.submitMany(Array.from({ length: size }, (_, k) => ({ kind: KIND, payload: { i: i + k } })));
     }
+    const submitPerSec = (jobs * 1000) / (performance.now() - submitStartedAt);
     let handled = 0;
     let allHandled: () => void = () => {};
     const done = new Promise<void>((resolveDone) => {
@@ -209,7 +255,11 @@ async function runChild(
     await new Promise((resolveTick) => setImmediate(resolveTick));
     gcObserver.disconnect();
     await worker.stop();
-    console.log(JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs, gcMs, dbCpuMs }));
+    const heap = await admin?.query<{ bytes: string }>(`SELECT pg_relation_size('${schema}.jobs') AS bytes`);
+    const heapMiB = heap ? Number(heap.rows[0]?.bytes) / 1048576 : null;
+    console.log(
+      JSON.stringify({ cpuMs: (used.user + used.system) / 1000, wallMs, gcMs, dbCpuMs, submitPerSec, heapMiB }),
+    );
   } finally {
     await docket.close();
     await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
