@@ -272,7 +272,9 @@ async function runChild(
 /**
  * CPU time (user + system, ms) of every `postgres` process on this machine, from /proc: the
  * benchmark's database runs here. Counted in clock ticks (10 ms each), so read it over a whole
- * drain, and on a quiet machine: another database's work on this cluster counts too.
+ * drain, and on a quiet machine: another database's work on this cluster counts too. A process
+ * that exits meanwhile (an autovacuum worker) drops out of the second reading with all its CPU,
+ * so a drain long enough to outlive some (a million jobs) can read far too low.
  */
 function postgresCpuMs(): number {
   const ticksPerSecond = 100;
