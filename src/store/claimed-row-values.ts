@@ -26,6 +26,8 @@ interface InstantRun {
 
 /** Reads the repeated values of one claim's rows, in row order; make one per claim. */
 export class ClaimedRowValues {
+  /** The last value sent for each carried column, by position in the row. */
+  private readonly sent: unknown[] = [];
   private lastPolicyText: string | undefined;
   private lastPolicy: RetryPolicy | undefined;
   private readonly instants: Record<ClaimedInstant, InstantRun> = {
@@ -35,6 +37,18 @@ export class ClaimedRowValues {
     startedAt: { value: undefined, date: undefined },
     scheduleSlot: { value: undefined, date: undefined },
   };
+
+  /**
+   * The value at `index` of a row whose claim sends a column once per run (PostgreSQL's
+   * CLAIM_CARRIED_COLUMNS, postgres/sql-fragments.ts): NULL there means the row before's value.
+   * Only for columns that are never NULL in a claimed row; null if no row has sent one yet.
+   */
+  carried(row: readonly unknown[], index: number): unknown {
+    const value = row[index];
+    if (value === null) return this.sent[index] ?? null;
+    this.sent[index] = value;
+    return value;
+  }
 
   /** The policy stored as `text` (JSON), shared with the previous row's when the texts are equal. */
   policy(text: string): RetryPolicy {

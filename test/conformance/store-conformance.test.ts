@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Job } from '../../src/job/job.js';
-import { DEFAULT_RETRY_POLICY } from '../../src/job/job-spec.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_POLICY } from '../../src/job/job-spec.js';
 import type { Store, WakeUp } from '../../src/store/store.js';
 import { conformanceStoreKinds } from '../support/stores.js';
 import {
@@ -455,6 +455,71 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
           expect(copy.getTime()).toBe(0);
         }
       }
+    });
+
+    it('gives every job of a many-row claim its own fields where neighbours differ, and where a value returns', async () => {
+      // PostgreSQL's claim sends a repeated column once per run (NULL: "as the row before"), and the
+      // reader carries it forward: every job must still get its own kind, queue, priority, token,
+      // attempts, limits and times, including a value that comes back after a different one (A B A).
+      const [q1, q2] = [nextQueue(), nextQueue()];
+      const slow = { baseDelayMs: 5000, factor: 3 };
+      const retried = await submitOne(store, { kind: 'conf.carry-a', queue: q1, payload: { n: 4 }, runAt: t(1) }, t(0));
+      const firstAttempt = await claimOne(q1, t(2));
+      expect(firstAttempt.id).toBe(retried);
+      // Back to pending with token 1, attempts 1 and an error: due at t(14.5), between fresh jobs.
+      await store.jobFail({ id: retried, token: 1, error: thrown('once'), decision: retryIn(11_500), now: t(3) });
+      const batch = [
+        spec({ kind: 'conf.carry-a', queue: q1, payload: { n: 0 }, runAt: t(10) }),
+        spec({ kind: 'conf.carry-a', queue: q1, payload: { n: 1 }, runAt: t(11) }),
+        spec({ kind: 'conf.carry-b', queue: q2, payload: { n: 2 }, runAt: t(12), maxAttempts: 7 }),
+        spec({ kind: 'conf.carry-a', queue: q1, payload: { n: 3 }, runAt: t(13), retry: slow }),
+        spec({ kind: 'conf.carry-a', queue: q1, payload: { n: 6 }, runAt: t(16), priority: 5 }),
+        spec({ kind: 'conf.carry-b', queue: q1, payload: { n: 7 }, runAt: t(17), priority: 5 }),
+      ];
+      await store.jobSubmit({ jobs: batch, now: t(0) });
+      // Created a second later than its neighbours: the creation time changes and changes back.
+      await submitOne(
+        store,
+        {
+          kind: 'conf.carry-a',
+          queue: q1,
+          payload: { n: 5 },
+          runAt: t(15),
+          timeoutMs: 9000,
+          idempotencyKey: `k-${q1}`,
+        },
+        t(1),
+      );
+      const claimed = await store.jobClaim({ owner: 'w', limit: 20, leaseMs: LEASE_MS, queues: [q1, q2], now: t(30) });
+      // The claim's order: priority, then run_at.
+      expect(claimed.map((job) => (job.payload as { n: number }).n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      for (const job of claimed) expect(job).toEqual(await mustGet(job.id));
+      expect(
+        claimed.map((job) => [job.kind, job.queue, job.priority, job.token, job.attempts, job.maxAttempts]),
+      ).toEqual([
+        ['conf.carry-a', q1, 0, 1, 1, DEFAULT_MAX_ATTEMPTS],
+        ['conf.carry-a', q1, 0, 1, 1, DEFAULT_MAX_ATTEMPTS],
+        ['conf.carry-b', q2, 0, 1, 1, 7],
+        ['conf.carry-a', q1, 0, 1, 1, DEFAULT_MAX_ATTEMPTS],
+        ['conf.carry-a', q1, 0, 2, 2, DEFAULT_MAX_ATTEMPTS],
+        ['conf.carry-a', q1, 0, 1, 1, DEFAULT_MAX_ATTEMPTS],
+        ['conf.carry-a', q1, 5, 1, 1, DEFAULT_MAX_ATTEMPTS],
+        ['conf.carry-b', q1, 5, 1, 1, DEFAULT_MAX_ATTEMPTS],
+      ]);
+      expect(claimed.map((job) => job.createdAt)).toEqual([t(0), t(0), t(0), t(0), t(0), t(1), t(0), t(0)]);
+      expect(claimed.map((job) => job.runAt)).toEqual([t(10), t(11), t(12), t(13), t(14.5), t(15), t(16), t(17)]);
+      expect(claimed.map((job) => job.retryPolicy.baseDelayMs)).toEqual([
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+        5000,
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+        DEFAULT_RETRY_POLICY.baseDelayMs,
+      ]);
+      expect(claimed[4]?.errors.map((error) => error.message)).toEqual(['once']);
+      expect(claimed.filter((job) => job.errors.length > 0)).toHaveLength(1);
     });
   });
 

@@ -16,6 +16,7 @@ import {
   type ArrayQueryable,
   claimedColumnsOf,
   claimedColumnTypes,
+  claimOrderWindow,
   columnsOf,
   errorEntry,
   intervalMs,
@@ -222,8 +223,9 @@ function buildClaimSql(s: string) {
       mode === 'fast'
         ? `SELECT ${claimedColumnsOf('cl')}, b.needs_transaction
       FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
+      ${claimOrderWindow('cl')}
       ORDER BY cl.priority, cl.run_at, cl.id`
-        : `SELECT ${claimedColumnsOf('cl')} FROM claimed cl ORDER BY cl.priority, cl.run_at, cl.id`;
+        : `SELECT ${claimedColumnsOf('cl')} FROM claimed cl ${claimOrderWindow('cl')} ORDER BY cl.priority, cl.run_at, cl.id`;
     return `
       WITH RECURSIVE ${pendingTriplesCte(jobs, '$5')},
       due AS (

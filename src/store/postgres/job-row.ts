@@ -64,7 +64,9 @@ function epochDate(value: unknown): Date | null {
  * epoch-milliseconds text, read by `repeated` into read-only Dates shared by runs of rows with
  * equal values; the Dates equal those pg would parse from the timestamptz: both drop the
  * microseconds toward negative infinity (floor in SQL; pg builds the Date from whole milliseconds
- * of the second).
+ * of the second). The columns a claim sends once per run (CLAIM_CARRIED_COLUMNS) are NULL where
+ * they equal the row before's, and `repeated` carries the last one sent forward: `repeated` must be
+ * the claim's own, read in the claim's row order.
  * Array mode spares the claim's hottest loop a keyed 22-property object per row that was then
  * converted again. Keep it field for field with {@link rowToJob}: the conformance suite checks that
  * a claimed job equals the same job read back.
@@ -72,27 +74,27 @@ function epochDate(value: unknown): Date | null {
 export function claimedValuesToJob(values: readonly unknown[], owner: string, repeated: ClaimedRowValues): ClaimedJob {
   const errors = values[AT.errors] as StoredAttemptError[] | null;
   const scheduleSlot = values[AT.schedule_slot] as string | null;
-  const startedAt = values[AT.started_at] as string | null; // the claim sets it; null as before if not
+  const startedAt = repeated.carried(values, AT.started_at) as string | null; // the claim sets it; null as before if not
   return {
     id: String(values[AT.id]),
-    kind: values[AT.kind] as string,
-    queue: values[AT.queue] as string,
+    kind: repeated.carried(values, AT.kind) as string,
+    queue: repeated.carried(values, AT.queue) as string,
     payload: values[AT.payload] as JsonValue,
-    priority: values[AT.priority] as number,
+    priority: repeated.carried(values, AT.priority) as number,
     state: 'running',
-    runAt: repeated.instant('runAt', values[AT.run_at] as string),
-    leaseUntil: repeated.instant('leaseUntil', values[AT.lease_until] as string),
+    runAt: repeated.instant('runAt', repeated.carried(values, AT.run_at) as string),
+    leaseUntil: repeated.instant('leaseUntil', repeated.carried(values, AT.lease_until) as string),
     leaseOwner: owner,
-    token: values[AT.token] as number,
-    attempts: values[AT.attempts] as number,
-    maxAttempts: values[AT.max_attempts] as number,
-    retryPolicy: repeated.policy(values[AT.retry_policy] as string),
+    token: repeated.carried(values, AT.token) as number,
+    attempts: repeated.carried(values, AT.attempts) as number,
+    maxAttempts: repeated.carried(values, AT.max_attempts) as number,
+    retryPolicy: repeated.policy(repeated.carried(values, AT.retry_policy) as string),
     errors: errors === null ? [] : attemptErrors(errors),
     idempotencyKey: values[AT.idempotency_key] as string | null,
     timeoutMs: values[AT.timeout_ms] as number | null,
     scheduleId: values[AT.schedule_id] as string | null,
     scheduleSlot: scheduleSlot === null ? null : repeated.instant('scheduleSlot', scheduleSlot),
-    createdAt: repeated.instant('createdAt', values[AT.created_at] as string),
+    createdAt: repeated.instant('createdAt', repeated.carried(values, AT.created_at) as string),
     finishedAt: epochDate(values[AT.finished_at]),
     startedAt: startedAt === null ? null : repeated.instant('startedAt', startedAt),
   };
