@@ -29,6 +29,22 @@ function preset(config: SystemConfig) {
   };
 }
 
+/**
+ * A pool the harness owns for graphile-worker's utilities and migrations, ended by the harness.
+ * Given a connection string, graphile-worker makes its own pool, and its `release()` removes that
+ * pool's error handlers and ends it without waiting: an idle connection that the next round's
+ * `DROP DATABASE … WITH (FORCE)` then terminated was an unhandled 'error' event, and the whole
+ * bench run died (seen once in a run of the single-submit workload, 2026-12-05). This pool keeps
+ * its handlers; the `connect` listener is there because graphile-worker warns about a given pool
+ * without one.
+ */
+function harnessPool(config: SystemConfig, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max });
+  pool.on('error', () => {});
+  pool.on('connect', () => {});
+  return pool;
+}
+
 /** graphile-worker behind the bench interface, for one release of the library. */
 export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: SystemName): SystemModule {
   const { makeWorkerUtils, run, runMigrations } = lib;
@@ -46,11 +62,18 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
 
     async reset(config) {
       await recreateDatabase(databaseNameOf(config.databaseUrl));
-      await runMigrations({ connectionString: config.databaseUrl, logger: silentLogger });
+      const pgPool = harnessPool(config, 1);
+      try {
+        await runMigrations({ pgPool, logger: silentLogger });
+      } finally {
+        await pgPool.end();
+      }
     },
 
     async openStore(config) {
-      const utils: WorkerUtils = await makeWorkerUtils({ connectionString: config.databaseUrl, logger: silentLogger });
+      // graphile-worker's own default pool size, as before this pool was the harness's.
+      const utilsPool = harnessPool(config, 10);
+      const utils: WorkerUtils = await makeWorkerUtils({ pgPool: utilsPool, logger: silentLogger });
       const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
       // An idle connection dropped by the server (a database dropped WITH (FORCE)) must not crash the run.
       pool?.on('error', () => {});
@@ -75,6 +98,7 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
         },
         async close() {
           await utils.release();
+          await utilsPool.end();
           await pool.end();
         },
       };
