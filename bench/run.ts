@@ -10,6 +10,8 @@
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
  *                                            adds graphile-worker 0.18, pg-boss 12, BullMQ latest on Node 24 (bench/peers-latest)
+ *   npm run bench -- --docket-node 24 --only backlog,spike   Docket's PostgreSQL worker processes on Node 24
+ *                                            (--baseline-node: docket-baseline's)
  *   npm run bench -- --soak --minutes 30      1,000 single submits/s, 7-day retention, sampled every 30 s (soak.ts)
  *   npm run bench -- --soak --minutes 10 --retention-ms 120000 --prune-interval-ms 60000   pruning keeping up
  *   npm run bench -- --only drain --drain-jobs 20000 --drain-cap-seconds 30 --out /tmp/x   a medium drain
@@ -24,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { installNode, NODE_LINES, nodeLine } from '../scripts/node-binary.mjs';
 import { summarizeProfiles } from './cpu-profile.js';
 import { runDashboardBench } from './dashboard-queries.js';
 import { isLatestSystem, latestNodePath, latestVersions } from './peers-latest/latest.js';
@@ -99,6 +102,8 @@ const { values: args } = parseArgs({
     'shard-spike-jobs': { type: 'string' },
     soak: { type: 'boolean', default: false },
     'peers-latest': { type: 'boolean', default: false },
+    'docket-node': { type: 'string' },
+    'baseline-node': { type: 'string' },
     minutes: { type: 'string' },
     rate: { type: 'string' },
     'retention-ms': { type: 'string' },
@@ -191,6 +196,35 @@ if (args['backlog-jobs']) SIZES.backlogJobs = positiveIntegers('backlog-jobs', a
 if (args['backlog-cap-seconds']) SIZES.backlogCapMs = secondsMs('backlog-cap-seconds', args['backlog-cap-seconds']);
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
+/**
+ * `--docket-node 22|24|26`: the Node line Docket's PostgreSQL worker processes run on (docket and
+ * docket-sharded), and `--baseline-node` the same for docket-baseline's, each installed like the
+ * node-lines suites' binaries (scripts/node-binary.mjs), because users run the maintained lines,
+ * not this machine's Node 20. With DOCKET_BASELINE set to this same checkout, `--docket-node 24`
+ * alone puts one tree on two Node lines side by side. The SQLite systems stay on the harness's
+ * Node (better-sqlite3 here is built for its ABI), as do submits, which the harness makes. Each
+ * configuration row of the report names the Node its worker processes reported.
+ */
+const docketNodePath = nodeBinaryFor('docket-node', args['docket-node']);
+const baselineNodePath = nodeBinaryFor('baseline-node', args['baseline-node']);
+
+function nodeBinaryFor(flag: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const major = Number(text);
+  const pinned = (NODE_LINES as readonly string[]).map((line) => Number(line.split('.')[0]));
+  if (!Number.isInteger(major) || !pinned.includes(major))
+    throw new Error(`--${flag} must be one of the pinned Node lines ${pinned.join(', ')}, got ${JSON.stringify(text)}`);
+  return join(installNode(nodeLine(major)), 'bin', 'node');
+}
+
+/** The Node binary a system's worker processes run on; undefined: the harness's own. */
+function nodePathOf(system: SystemName): string | undefined {
+  if (isLatestSystem(system)) return latestNodePath();
+  if (system === 'docket' || system === 'docket-sharded') return docketNodePath;
+  if (system === 'docket-baseline') return baselineNodePath;
+  return undefined;
+}
+
 const outDir = args.out ?? (smoke ? mkdtempSync(join(tmpdir(), 'docket-bench-smoke-')) : BENCH_DIR);
 const scratchDir = mkdtempSync(join(tmpdir(), 'docket-bench-scratch-'));
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -213,7 +247,7 @@ function configFor(system: SystemName, variant: Variant): SystemConfig {
         : databaseUrl(scratchName(system)),
     redisUrl: REDIS_URL,
     redisPrefix: 'docket-bench',
-    nodePath: isLatestSystem(system) ? latestNodePath() : undefined,
+    nodePath: nodePathOf(system),
   };
 }
 
