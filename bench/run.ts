@@ -26,10 +26,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { installNode, NODE_LINES, nodeLine } from '../scripts/node-binary.mjs';
 import { summarizeProfiles } from './cpu-profile.js';
 import { runDashboardBench } from './dashboard-queries.js';
-import { isLatestSystem, latestNodePath, latestVersions } from './peers-latest/latest.js';
+import {
+  isLatestSystem,
+  latestNodePath,
+  latestVersions,
+  nodePathOfLine,
+  pinnedNodeMajor,
+} from './peers-latest/latest.js';
 import {
   databaseClockOffsetMs,
   databaseNameOf,
@@ -209,12 +214,7 @@ const docketNodePath = nodeBinaryFor('docket-node', args['docket-node']);
 const baselineNodePath = nodeBinaryFor('baseline-node', args['baseline-node']);
 
 function nodeBinaryFor(flag: string, text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
-  const major = Number(text);
-  const pinned = (NODE_LINES as readonly string[]).map((line) => Number(line.split('.')[0]));
-  if (!Number.isInteger(major) || !pinned.includes(major))
-    throw new Error(`--${flag} must be one of the pinned Node lines ${pinned.join(', ')}, got ${JSON.stringify(text)}`);
-  return join(installNode(nodeLine(major)), 'bin', 'node');
+  return text === undefined ? undefined : nodePathOfLine(pinnedNodeMajor(flag, text));
 }
 
 /** The Node binary a system's worker processes run on; undefined: the harness's own. */

@@ -13,7 +13,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { installNode, nodeLine } from '../../scripts/node-binary.mjs';
+import { installNode, NODE_LINES, nodeLine } from '../../scripts/node-binary.mjs';
 import { type BullmqLibrary, makeBullmqSystem } from '../systems/bullmq.js';
 import { type GraphileWorkerLibrary, makeGraphileWorkerSystem } from '../systems/graphile-worker.js';
 import { makePgBossSystem, type PgBossLibrary } from '../systems/pg-boss.js';
@@ -63,6 +63,23 @@ export function installedVersion(pkg: string): string {
 /** The Node 24 binary (installed into the shared cache on first use, like scripts/run-node-lines.mjs). */
 export function latestNodePath(): string {
   return join(installNode(nodeLine(LATEST_NODE_MAJOR)), 'bin', 'node');
+}
+
+/**
+ * The major of a pinned Node line given as a flag's value (`--docket-node 24`), or a clear error
+ * naming the flag and the pinned lines.
+ */
+export function pinnedNodeMajor(flag: string, text: string): number {
+  const major = Number(text);
+  const pinned = (NODE_LINES as readonly string[]).map((line) => Number(line.split('.')[0]));
+  if (!/^\d+$/.test(text) || !pinned.includes(major))
+    throw new Error(`--${flag} must be one of the pinned Node lines ${pinned.join(', ')}, got ${JSON.stringify(text)}`);
+  return major;
+}
+
+/** The binary of one pinned Node line (installed into the shared cache on first use). */
+export function nodePathOfLine(major: number): string {
+  return join(installNode(nodeLine(major)), 'bin', 'node');
 }
 
 /** Versions for the report: each latest package as installed, and the Node they run on. */

@@ -1,8 +1,10 @@
 /**
  * The benchmark's pure parts that decide what a report says: the soak's flag parsing, flatness and
- * backlog verdicts, and the description of a latest peer rebuilt for the harness's concurrency.
+ * backlog verdicts, the description of a latest peer rebuilt for the harness's concurrency, and
+ * the Node line flags (--docket-node, --baseline-node).
  */
 import { describe, expect, it } from 'vitest';
+import { pinnedNodeMajor } from '../../bench/peers-latest/latest.js';
 import { interpolateDescription } from '../../bench/peers-latest/remote-system.js';
 import {
   backlogVerdict,
@@ -159,5 +161,20 @@ describe('latest peer descriptions', () => {
     expect(interpolateDescription(at1000, at2000, 24)).toBe(
       'run({ concurrency: 24, preset: { localQueue: { size: 500 }, maxPoolSize: 25 } }), workers 96',
     );
+  });
+});
+
+describe('the Node line flags', () => {
+  it('take a pinned major line', () => {
+    expect(pinnedNodeMajor('docket-node', '24')).toBe(24);
+    expect(pinnedNodeMajor('baseline-node', '22')).toBe(22);
+    expect(pinnedNodeMajor('docket-node', '26')).toBe(26);
+  });
+
+  it('refuse anything else, naming the flag and the pinned lines', () => {
+    for (const text of ['21', '20', '24.1', 'v24', '', ' 24', 'latest'])
+      expect(() => pinnedNodeMajor('docket-node', text)).toThrow(
+        `--docket-node must be one of the pinned Node lines 22, 24, 26, got ${JSON.stringify(text)}`,
+      );
   });
 });
