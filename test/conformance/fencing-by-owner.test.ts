@@ -60,6 +60,46 @@ describe.each(storeKinds())('%s store: fencing by token and owner', (kind) => {
     expect(await store.jobComplete({ ...job, now: t(21) })).toBe('done');
   });
 
+  it('fences a batch whose leases all name one owner, and one whose owners differ or are missing', async () => {
+    // PostgreSQL sends a batch's owner once when every lease names the same one, and the owners
+    // per lease otherwise (leaseBatchParams): both forms must fence each lease by its own owner.
+    const a = await claimedBy('new-primary/b.8');
+    const b = await claimedBy('new-primary/b.8');
+    const c = await claimedBy('new-primary/b.9');
+    const forgedAll = [a, b].map((job) => ({ id: job.id, token: job.token, leaseOwner: 'old-primary/a.8' }));
+    expect(await store.jobHeartbeatMany({ leases: forgedAll, leaseMs: LEASE_MS, now: t(20) })).toEqual([null, null]);
+    expect(await store.jobCompleteMany({ leases: forgedAll, now: t(20) })).toEqual(['stale', 'stale']);
+    await expectUntouched(a);
+    await expectUntouched(b);
+    // One owner for all, one lease stale by its token: only that one is refused.
+    const staleToken = { id: a.id, token: a.token + 1, leaseOwner: a.leaseOwner };
+    expect(await store.jobHeartbeatMany({ leases: [staleToken, b], leaseMs: LEASE_MS, now: t(21) })).toEqual([
+      null,
+      t(51),
+    ]);
+    // Mixed: a lease without an owner (the token alone), another owner's own, and a forged one.
+    const tokenOnly = { id: a.id, token: a.token };
+    const forgedC = { id: c.id, token: c.token, leaseOwner: 'new-primary/b.8' };
+    expect(await store.jobHeartbeatMany({ leases: [tokenOnly, forgedC, b], leaseMs: LEASE_MS, now: t(22) })).toEqual([
+      t(52),
+      null,
+      t(52),
+    ]);
+    expect(await store.jobCompleteMany({ leases: [tokenOnly, forgedC, b], now: t(23) })).toEqual([
+      'done',
+      'stale',
+      'done',
+    ]);
+    // The repeated completions, with one owner for all and with owners that differ.
+    expect(await store.jobCompleteMany({ leases: [a, b], now: t(24) })).toEqual(['done', 'done']);
+    const forgedRepeat = { id: b.id, token: b.token, leaseOwner: 'old-primary/a.8' };
+    expect(await store.jobCompleteMany({ leases: [a, forgedRepeat, c], now: t(24) })).toEqual([
+      'done',
+      'stale',
+      'done',
+    ]);
+  });
+
   it('answers a repeated completion `done` only for the owner whose completion was accepted', async () => {
     const job = await claimedBy('new-primary/b.4');
     expect(await store.jobComplete({ ...job, now: t(20) })).toBe('done');
