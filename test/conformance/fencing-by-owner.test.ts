@@ -61,8 +61,8 @@ describe.each(storeKinds())('%s store: fencing by token and owner', (kind) => {
   });
 
   it('fences a batch whose leases all name one owner, and one whose owners differ or are missing', async () => {
-    // PostgreSQL sends a batch's owner once when every lease names the same one, and the owners
-    // per lease otherwise (leaseBatchParams): both forms must fence each lease by its own owner.
+    // Each lease of a batch is fenced by its own owner, whether the batch's leases share one owner,
+    // name several or none.
     const a = await claimedBy('new-primary/b.8');
     const b = await claimedBy('new-primary/b.8');
     const c = await claimedBy('new-primary/b.9');

@@ -10,9 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bigintArrayParam,
   intArrayParam,
-  leaseBatch,
-  leaseBatchParams,
-  leaseOwnerSql,
   textArrayParam,
   timestamptzArrayParam,
 } from '../../src/store/postgres/array-params.js';
@@ -95,31 +92,5 @@ describe('PostgreSQL array parameters', () => {
     expect(() => timestamptzArrayParam([new Date(Number.NaN)])).toThrow(/outside years 1 to 9999/);
     expect(() => timestamptzArrayParam([new Date('+010000-01-01T00:00:00.000Z')])).toThrow(/outside years 1 to 9999/);
     expect(() => timestamptzArrayParam([new Date('0000-12-31T23:59:59.999Z')])).toThrow(/outside years 1 to 9999/);
-  });
-
-  it("sends a batch's owner once when every lease names it, and each lease's owner otherwise", async () => {
-    const owner = 'host "a", pid {1}\\ NULL';
-    const lease = (id: string, leaseOwner?: string) => ({ id, token: 1, ...(leaseOwner ? { leaseOwner } : {}) });
-    const readBack = async (leases: ReturnType<typeof lease>[]) => {
-      const params = leaseBatchParams(leaseBatch(leases));
-      const { rows } = await client.query<{ owner: string | null }>(
-        `SELECT ${leaseOwnerSql('l.owner', '$4')} AS owner
-         FROM unnest($1::bigint[], $2::int[], $3::text[]) WITH ORDINALITY AS l(id, token, owner, ord) ORDER BY l.ord`,
-        params,
-      );
-      return { params, owners: rows.map((row) => row.owner) };
-    };
-    const shared = await readBack([lease('1', owner), lease('2', owner), lease('3', owner)]);
-    expect(shared.params.slice(2)).toEqual([null, owner]);
-    expect(shared.owners).toEqual([owner, owner, owner]);
-    const mixed = await readBack([lease('1', owner), lease('2', 'other'), lease('3')]);
-    expect(mixed.params[3]).toBeNull();
-    expect(mixed.owners).toEqual([owner, 'other', null]);
-    // A first lease without an owner: the per-lease form, so the others keep theirs.
-    const firstMissing = await readBack([lease('1'), lease('2', owner)]);
-    expect(firstMissing.params[3]).toBeNull();
-    expect(firstMissing.owners).toEqual([null, owner]);
-    const none = await readBack([lease('1'), lease('2')]);
-    expect(none.owners).toEqual([null, null]);
   });
 });

@@ -42,32 +42,9 @@ export function leaseBatch(leases: readonly JobLease[], include?: (index: number
   return batch;
 }
 
-/**
- * A batch's ids and tokens as the `bigint[]` and `int[]` literals the writes bind, and its owners
- * as {@link LEASE_OWNER_SQL} reads them: one `text` when every lease names the same owner (a
- * worker's own batches, nearly always), the `text[]` otherwise. A worker's id repeated in a
- * literal once per job was most of a completion's parameter bytes (about 25 bytes a job, each
- * written here and parsed into a text datum by the server), for one value.
- */
-export function leaseBatchParams(
-  batch: LeaseBatch,
-): [ids: string, tokens: string, owners: string | null, sharedOwner: string | null] {
-  const first = batch.owners[0] ?? null;
-  let shared = first !== null;
-  for (let i = 1; i < batch.owners.length && shared; i += 1) shared = batch.owners[i] === first;
-  const ids = bigintArrayParam(batch.ids);
-  const tokens = intArrayParam(batch.tokens);
-  return shared ? [ids, tokens, null, first] : [ids, tokens, textArrayParam(batch.owners), null];
-}
-
-/**
- * A lease element's owner in the batched writes, from {@link leaseBatchParams}'s last two
- * parameters (`owners`, the `text[]` unnested beside the ids as `l.owner`, and `sharedOwner`): the
- * element's own, or, when the batch sent one owner for all (a NULL array, which unnest pads with
- * NULLs), that one. NULL when neither is set: that lease is fenced by its token alone.
- */
-export function leaseOwnerSql(elementOwner: string, sharedOwnerParam: string): string {
-  return `coalesce(${elementOwner}, ${sharedOwnerParam}::text)`;
+/** A batch's ids, tokens and owners as the `bigint[]`, `int[]` and `text[]` literals the writes bind. */
+export function leaseBatchParams(batch: LeaseBatch): [ids: string, tokens: string, owners: string] {
+  return [bigintArrayParam(batch.ids), intArrayParam(batch.tokens), textArrayParam(batch.owners)];
 }
 
 /** A `bigint[]` literal of canonical decimal ids (sqlJobId's output): `{1,2,3}`. */

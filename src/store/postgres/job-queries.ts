@@ -39,7 +39,6 @@ import {
   intArrayParam,
   leaseBatch,
   leaseBatchParams,
-  leaseOwnerSql,
   textArrayParam,
   timestamptzArrayParam,
 } from './array-params.js';
@@ -111,13 +110,13 @@ export class PostgresJobQueries {
       }),
       completeMany: storedStatement(schema, {
         prefix: 'complete_jobs',
-        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]', 'text'],
+        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]'],
         returns: 'done integer, ords text',
         sql: this.sql.completeMany,
       }),
       heartbeatMany: storedStatement(schema, {
         prefix: 'heartbeat_jobs',
-        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]', 'text', 'double precision'],
+        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]', 'double precision'],
         returns: 'ord bigint, lease_until timestamptz',
         sql: this.sql.heartbeatMany,
       }),
@@ -587,24 +586,22 @@ function buildSql(s: string, channel: string) {
 
     /**
      * heartbeatMany: extends each lease that is still ours (token and owner) and still live.
-     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] and $5 one owner for
-     *   all (leaseBatchParams sends one of the two; a lease with no owner is fenced by the token
-     *   alone), $6 lease ms.
+     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
+     *   fenced by the token alone), $5 lease ms.
      * Result: ord (1-based input position) and the new lease_until for each extended lease only.
      * Plan: each element's row by id in the primary key, as completeMany (the "C" collation there).
      */
     heartbeatMany: `
-      UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$6')}
+      UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$5')}
       FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-      WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches(leaseOwnerSql('l.owner', '$5'))}
+      WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')}
         AND j.state = 'running' COLLATE "C" AND j.lease_until > ${NOW}
       RETURNING l.ord, j.lease_until`,
 
     /**
      * completeMany: marks jobs done, each fenced by its own token and owner.
-     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] and $5 one owner for
-     *   all (leaseBatchParams sends one of the two; a lease with no owner is fenced by the token
-     *   alone).
+     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
+     *   fenced by the token alone).
      * Result: one row: done (how many were accepted) and ords (their 1-based input positions,
      *   comma-separated; NULL when none was). One row rather than one per job: a drain completes
      *   every job, and a row each was parsed into an object each.
@@ -619,7 +616,7 @@ function buildSql(s: string, channel: string) {
       WITH accepted AS (
         UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
         FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches(leaseOwnerSql('l.owner', '$5'))} AND j.state = 'running' COLLATE "C"
+        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
         RETURNING l.ord
       )
       SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,

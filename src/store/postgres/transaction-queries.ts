@@ -18,7 +18,7 @@
  */
 import { ConfigurationError } from '../../job/errors.js';
 import type { JobLease } from '../store.js';
-import { leaseBatch, leaseBatchParams, leaseOwnerSql } from './array-params.js';
+import { leaseBatch, leaseBatchParams } from './array-params.js';
 import { quoteIdentifier } from './migrations.js';
 import { ownerMatches, type Queryable } from './sql-fragments.js';
 
@@ -82,14 +82,13 @@ export class PostgresTransactionQueries {
       /**
        * doneWithToken: which of these leases name a job already done under that very token and
        * owner, i.e. a completion of that claim was accepted earlier.
-       * Params: $1 ids bigint[], $2 tokens int[], $3 owners text[] and $4 one owner for all
-       *   (leaseBatchParams: one of the two, or neither; no owner = token alone).
+       * Params: $1 ids bigint[], $2 tokens int[], $3 owners text[] (an element NULL = token alone).
        * Result: ord (1-based input position) of each such lease. Primary-key lookups only.
        */
       doneWithToken: `
         SELECT l.ord
         FROM unnest($1::bigint[], $2::int[], $3::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-        JOIN ${jobs} j ON j.id = l.id AND j.token = l.token AND ${ownerMatches(leaseOwnerSql('l.owner', '$4'))} AND j.state = 'done'`,
+        JOIN ${jobs} j ON j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'done'`,
     };
   }
 
