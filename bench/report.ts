@@ -290,6 +290,18 @@ function backlogSection(bench: BenchResults, targets: Target[]): string[] {
     [`docket (tuned) ÷ ${RAW_SQL}`, 'docket (tuned)', RAW_SQL, true],
     [`docket (default) ÷ ${RAW_SQL}`, 'docket (default)', RAW_SQL, true],
   ];
+  // With --peers-latest: graphile-worker's latest release on Node 24 as a divisor too.
+  const latestRatios: [string, string, string, boolean][] = [
+    [
+      'docket (default) ÷ graphile-worker-latest (default)',
+      'docket (default)',
+      'graphile-worker-latest (default)',
+      false,
+    ],
+    ['docket (tuned) ÷ graphile-worker-latest (tuned)', 'docket (tuned)', 'graphile-worker-latest (tuned)', false],
+  ];
+  const measuredLatest = latestRatios.filter((ratio) => sets.some((p) => Number.isFinite(rate(ratio[2], p).value)));
+  ratios.splice(3, 0, ...measuredLatest);
   out.push(
     table(
       ['ratio (medians)', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')}`)],
