@@ -287,21 +287,18 @@ function backlogSection(bench: BenchResults, targets: Target[]): string[] {
     ['docket (default) ÷ docket (tuned)', 'docket (default)', 'docket (tuned)', true],
     ['docket (default) ÷ graphile-worker (default)', 'docket (default)', 'graphile-worker (default)', false],
     ['docket (tuned) ÷ graphile-worker (tuned)', 'docket (tuned)', 'graphile-worker (tuned)', false],
+    // graphile-worker's latest release on Node 24: rows only when --peers-latest measured it.
+    ...(['default', 'tuned'] as const)
+      .map((variant): [string, string, string, boolean] => [
+        `docket (${variant}) ÷ graphile-worker-latest (${variant})`,
+        `docket (${variant})`,
+        `graphile-worker-latest (${variant})`,
+        false,
+      ])
+      .filter(([, , divisor]) => sets.some((p) => Number.isFinite(rate(divisor, p).value))),
     [`docket (tuned) ÷ ${RAW_SQL}`, 'docket (tuned)', RAW_SQL, true],
     [`docket (default) ÷ ${RAW_SQL}`, 'docket (default)', RAW_SQL, true],
   ];
-  // With --peers-latest: graphile-worker's latest release on Node 24 as a divisor too.
-  const latestRatios: [string, string, string, boolean][] = [
-    [
-      'docket (default) ÷ graphile-worker-latest (default)',
-      'docket (default)',
-      'graphile-worker-latest (default)',
-      false,
-    ],
-    ['docket (tuned) ÷ graphile-worker-latest (tuned)', 'docket (tuned)', 'graphile-worker-latest (tuned)', false],
-  ];
-  const measuredLatest = latestRatios.filter((ratio) => sets.some((p) => Number.isFinite(rate(ratio[2], p).value)));
-  ratios.splice(3, 0, ...measuredLatest);
   out.push(
     table(
       ['ratio (medians)', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')}`)],

@@ -62,7 +62,7 @@ export function installedVersion(pkg: string): string {
 
 /** The Node 24 binary (installed into the shared cache on first use, like scripts/run-node-lines.mjs). */
 export function latestNodePath(): string {
-  return join(installNode(nodeLine(LATEST_NODE_MAJOR)), 'bin', 'node');
+  return nodePathOfLine(LATEST_NODE_MAJOR);
 }
 
 /**

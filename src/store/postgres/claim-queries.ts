@@ -16,7 +16,7 @@ import {
   type ArrayQueryable,
   claimedColumnsOf,
   claimedColumnTypes,
-  claimOrderWindow,
+  claimOrderClauses,
   columnsOf,
   errorEntry,
   intervalMs,
@@ -223,9 +223,8 @@ function buildClaimSql(s: string) {
       mode === 'fast'
         ? `SELECT ${claimedColumnsOf('cl')}, b.needs_transaction
       FROM (SELECT EXISTS (SELECT 1 FROM scheduled) AS needs_transaction) b LEFT JOIN claimed cl ON true
-      ${claimOrderWindow('cl')}
-      ORDER BY cl.priority, cl.run_at, cl.id`
-        : `SELECT ${claimedColumnsOf('cl')} FROM claimed cl ${claimOrderWindow('cl')} ORDER BY cl.priority, cl.run_at, cl.id`;
+      ${claimOrderClauses('cl')}`
+        : `SELECT ${claimedColumnsOf('cl')} FROM claimed cl ${claimOrderClauses('cl')}`;
     return `
       WITH RECURSIVE ${pendingTriplesCte(jobs, '$5')},
       due AS (

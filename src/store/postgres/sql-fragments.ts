@@ -87,21 +87,24 @@ export const CLAIM_CARRIED_COLUMNS = [
 const CARRIED: ReadonlySet<JobColumn> = new Set(CLAIM_CARRIED_COLUMNS);
 
 /** The window, over a claim's rows in the claim's order, that {@link claimedColumnsOf} compares rows in. */
-export const CLAIM_ORDER_WINDOW = 'claim_order';
+const CLAIM_ORDER_WINDOW = 'claim_order';
 
 /**
- * `WINDOW claim_order AS (…)`, for a claim's final SELECT over `alias`: the claim's own order
- * (priority, run_at, id), which its ORDER BY repeats, so PostgreSQL sorts the rows once.
+ * The end of a claim's final SELECT over `alias`: `WINDOW claim_order AS (ORDER BY …) ORDER BY …`,
+ * both the claim's order (priority, run_at, id), written once here because the reader carries
+ * values forward in the rows' order ({@link claimedColumnsOf}): a window in any other order would
+ * hand one job another's values. The same order twice, so PostgreSQL sorts the rows once.
  */
-export function claimOrderWindow(alias: string): string {
-  return `WINDOW ${CLAIM_ORDER_WINDOW} AS (ORDER BY ${alias}.priority, ${alias}.run_at, ${alias}.id)`;
+export function claimOrderClauses(alias: string): string {
+  const order = `${alias}.priority, ${alias}.run_at, ${alias}.id`;
+  return `WINDOW ${CLAIM_ORDER_WINDOW} AS (ORDER BY ${order}) ORDER BY ${order}`;
 }
 
 /**
  * Every job column of a claimed row, in JOB_COLUMNS order, each under its own name and in the
  * form {@link CLAIMED_COLUMN_FORMS} gives it, for rows read back with claimedValuesToJob; the
- * {@link CLAIM_CARRIED_COLUMNS} as NULL where they equal the row before's in the
- * {@link claimOrderWindow} (the SELECT must declare it, and order its rows the same way). Sort by
+ * {@link CLAIM_CARRIED_COLUMNS} as NULL where they equal the row before's in the claim's order
+ * (the SELECT must end with {@link claimOrderClauses}). Sort by
  * the qualified columns (`alias.run_at`), not the output names, to keep the microseconds in the order.
  */
 export function claimedColumnsOf(alias: string): string {
