@@ -104,11 +104,11 @@ export async function databaseClockOffsetMs(samples = 20): Promise<{ offsetMs: n
   return withAdmin(async (client) => {
     let best = { offsetMs: 0, errorBoundMs: Number.POSITIVE_INFINITY };
     for (let n = 0; n < samples; n += 1) {
-      const before = wallNowMs();
+      const before = hostNowMs();
       const { rows } = await client.query<{ ms: string }>(
         `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`,
       );
-      const after = wallNowMs();
+      const after = hostNowMs();
       const roundTrip = after - before;
       if (roundTrip / 2 < best.errorBoundMs) {
         best = { offsetMs: Number(rows[0]?.ms) - (before + after) / 2, errorBoundMs: roundTrip / 2 };
@@ -142,43 +142,40 @@ export async function postgresSettings(): Promise<Record<string, string>> {
   });
 }
 
-/** What {@link resyncWallClock} added to this process's wall time after the host's clock moved. */
-let wallCorrectionMs = 0;
+/** The variable through which the first bench process hands its clock anchor to the processes it starts. */
+export const CLOCK_ANCHOR_ENV = 'DOCKET_BENCH_CLOCK_ANCHOR_MS';
 
-/**
- * Wall-clock time in ms with sub-millisecond resolution, comparable between processes on this
- * host: each process anchors it on the wall clock when it starts (`performance.timeOrigin`) and
- * advances it by the monotonic clock. If the host's wall clock is stepped or slewed later, a
- * process started before that disagrees with one started after it (seen on this VM: 2.7 s, and
- * 5 ms more per second for half a minute), which {@link resyncWallClock} detects.
- */
-export function wallNowMs(): number {
-  return performance.timeOrigin + performance.now() + wallCorrectionMs;
+/** This host's monotonic clock (CLOCK_MONOTONIC, one clock for every process on the host), ms. */
+function hostMonotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
-/** The widest bracket of monotonic time a {@link resyncWallClock} reading may span. */
-const RESYNC_BRACKET_LIMIT_MS = 0.5;
+/**
+ * The offset from the host's monotonic clock to {@link hostNowMs}: inherited from the process
+ * that started this one, or, in the first (the harness), the wall clock minus the monotonic one
+ * when it starts, handed on through the environment to every process forked after.
+ */
+export function clockAnchorMs(env: NodeJS.ProcessEnv = process.env): number {
+  const inherited = env[CLOCK_ANCHOR_ENV];
+  if (inherited !== undefined && inherited !== '' && Number.isFinite(Number(inherited))) return Number(inherited);
+  const anchor = Date.now() - hostMonotonicMs();
+  env[CLOCK_ANCHOR_ENV] = String(anchor);
+  return anchor;
+}
+
+const anchorMs = clockAnchorMs();
 
 /**
- * How far {@link wallNowMs} has drifted from the wall clock (`Date.now()`, whole ms, so normally
- * between -1 and 0), re-anchoring it when the drift exceeds 2 ms. The harness calls it around each
- * run: its worker processes start anchored on the wall clock, so a drift during a run means the
- * times that run compared across processes are void.
- *
- * The wall clock is read between two readings of {@link wallNowMs}, and read again if those are
- * more than half a millisecond apart: on a loaded 2-core machine the process can be descheduled
- * between two reads for several ms, which would otherwise look like a step of the clock and
- * re-anchor it wrongly (a CI run failed this way).
+ * The bench's clock for times compared between processes (a submit in the harness, a start in a
+ * worker), in ms with sub-millisecond resolution: the host's monotonic clock plus one anchor that
+ * every bench process shares ({@link clockAnchorMs}), so two processes always agree, whatever the
+ * wall clock does. Each process once anchored itself on the wall clock instead, and this VM's wall
+ * clock has been seen to step 2.7 s and to run 5 ms a second ahead of the monotonic one for
+ * minutes on end, which turned into latency (or voided the run, once that was checked).
+ * Reads near the wall clock when the harness starts, and is not the database's clock: the
+ * spike's lateness, which is about the database's clock, is read from `Date.now()`
+ * (workloads.ts, spikeRun).
  */
-export function resyncWallClock(): number {
-  let driftMs = 0;
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const before = wallNowMs();
-    const wall = Date.now();
-    const after = wallNowMs();
-    driftMs = wall - before;
-    if (after - before <= RESYNC_BRACKET_LIMIT_MS) break;
-  }
-  if (Math.abs(driftMs) > 2) wallCorrectionMs += driftMs;
-  return driftMs;
+export function hostNowMs(): number {
+  return hostMonotonicMs() + anchorMs;
 }

@@ -447,7 +447,7 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
   const p = paramSets(bench, 'spike', ['jobs', 'leadMs'])[0]!;
   const out = ['## 3. The spike', ''];
   out.push(
-    `${p.jobs} jobs due at one instant ${p.leadMs} ms ahead (by the database clock, read just before inserting), inserted while one worker process idles. Lateness = handler start − due instant, ms. "early" counts starts whose \`Date.now()\` was below the due instant: the database and the workers share this host's clock (measured offset ${fmt(bench.machine.dbClockOffsetMs)} ms ± ${fmt(bench.machine.dbClockErrorBoundMs)} ms), so this is the database clock too. Medians over rounds; early is the total over rounds.`,
+    `${p.jobs} jobs due at one instant ${p.leadMs} ms ahead (by the database clock, read just before inserting), inserted while one worker process idles. Lateness = handler start (its worker's \`Date.now()\`, whole ms) − due instant, ms. "early" counts starts whose \`Date.now()\` was below the due instant: the database and the workers share this host's clock (measured offset ${fmt(bench.machine.dbClockOffsetMs)} ms ± ${fmt(bench.machine.dbClockErrorBoundMs)} ms), so this is the database clock too. Medians over rounds; early is the total over rounds.`,
     '',
   );
   const rows = all.map((label) => {

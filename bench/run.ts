@@ -41,10 +41,9 @@ import {
   databaseNow,
   databaseUrl,
   dropAllScratchDatabases,
+  hostNowMs,
   postgresSettings,
-  resyncWallClock,
   scratchName,
-  wallNowMs,
   withAdmin,
 } from './pg-admin.js';
 import { pgbenchLimit } from './pgbench-limit.js';
@@ -130,7 +129,7 @@ for (const name of only)
 const rounds = Number(args.rounds ?? (smoke ? 1 : 3));
 const concurrency = Number(args.concurrency ?? 24);
 const maxMinutes = Number(args['max-minutes'] ?? (smoke ? 2 : 120));
-const deadlineMs = wallNowMs() + maxMinutes * 60_000;
+const deadlineMs = hostNowMs() + maxMinutes * 60_000;
 
 /** Sizes per mode; the full run's are the issue's. */
 const SIZES = smoke
@@ -231,10 +230,10 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PG_LOG = process.env.BENCH_PG_LOG ?? '/var/log/postgresql/postgresql-15-main.log';
 
 function log(message: string): void {
-  const elapsed = ((wallNowMs() - startedAt) / 1000).toFixed(0).padStart(5);
+  const elapsed = ((hostNowMs() - startedAt) / 1000).toFixed(0).padStart(5);
   console.log(`[${elapsed}s] ${message}`);
 }
-const startedAt = wallNowMs();
+const startedAt = hostNowMs();
 
 function configFor(system: SystemName, variant: Variant): SystemConfig {
   return {
@@ -277,9 +276,6 @@ function labelOf(system: string, variant: Variant, variants: number): string {
   return variants > 1 ? `${system} (${variant})` : system;
 }
 
-/** A larger drift of the wall clock during a run voids it (wall time is read in whole ms, so 1 ms is normal). */
-const CLOCK_DRIFT_LIMIT_MS = 5;
-
 /** Runs `fn` for each contender each round, rotating the order so no system always goes first. */
 async function alternate(
   contenders: readonly Contender[],
@@ -295,7 +291,7 @@ async function alternate(
     const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
     for (const contender of order) {
       const reason =
-        wallNowMs() > deadlineMs
+        hostNowMs() > deadlineMs
           ? `time budget of ${maxMinutes} min used up`
           : timedOut.has(contender.label)
             ? 'timed out in an earlier round'
@@ -304,17 +300,9 @@ async function alternate(
         results.push(skippedRun(contender, workload, round, params, reason));
         continue;
       }
-      resyncWallClock();
+      // Times taken in two processes (a submit here, a start in a worker) are read on one clock,
+      // the host's monotonic one (hostNowMs), so a step or slew of the wall clock cannot enter them.
       const run = await fn(contender, round);
-      // Times taken in two processes (a submit here, a start in a worker) are void if the host's
-      // clock moved meanwhile: the run is an error, never a figure.
-      const driftMs = resyncWallClock();
-      if (Math.abs(driftMs) > CLOCK_DRIFT_LIMIT_MS && run.status === 'ok') {
-        run.status = 'error';
-        run.problems.push(
-          `the host's wall clock moved ${Math.round(driftMs)} ms against the monotonic clock during this run, so its times across processes are void`,
-        );
-      }
       run.params = { ...params, ...run.params };
       results.push(run);
       if (run.status === 'timeout') timedOut.add(contender.label);
@@ -720,7 +708,7 @@ async function main(): Promise<void> {
       );
       if (large.length === 0 && smoke && contenders[0]) large.push(contenders[0]);
       for (const contender of large) {
-        if (wallNowMs() > deadlineMs) break;
+        if (hostNowMs() > deadlineMs) break;
         await contender.module.reset(contender.config);
         const store = await contender.module.openStore(contender.config);
         const fillMs = await insertFutureFiller(store, SIZES.fillerJobs);
@@ -756,13 +744,13 @@ async function main(): Promise<void> {
         );
       }
     }
-    if (only.has('limit') && wallNowMs() < deadlineMs) {
+    if (only.has('limit') && hostNowMs() < deadlineMs) {
       log('limit: pgbench');
       bench.pgbench = await pgbenchLimit(SIZES.pgbench);
       for (const result of bench.pgbench)
         log(`limit ${result.script}: ${Math.round(result.lifecyclesPerSec)} lifecycles/s`);
     }
-    if (only.has('dashboard') && wallNowMs() < deadlineMs) {
+    if (only.has('dashboard') && hostNowMs() < deadlineMs) {
       // The dashboard's API calls on 1M pending + 1M finished rows (a tiny table in smoke mode).
       const rows = smoke ? 1_000 : 1_000_000;
       log(`dashboard: every page's API calls over ${rows.toLocaleString('en')} + ${rows.toLocaleString('en')} rows`);
@@ -796,7 +784,7 @@ async function main(): Promise<void> {
         );
       }
     }
-    if (!args['no-profile'] && only.has('drain') && judged && wallNowMs() < deadlineMs) {
+    if (!args['no-profile'] && only.has('drain') && judged && hostNowMs() < deadlineMs) {
       const profileDir = join(scratchDir, 'profiles');
       mkdirSync(profileDir, { recursive: true });
       const n = smoke ? 300 : 20_000;

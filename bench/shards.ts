@@ -27,7 +27,7 @@ import {
   processCpuMs,
   startCappedClusters,
 } from './capped-clusters.js';
-import { databaseNow, wallNowMs } from './pg-admin.js';
+import { databaseNow, hostNowMs } from './pg-admin.js';
 import { SHARD_SECTION_BEGIN, SHARD_SECTION_END, withShardSection } from './shard-section.js';
 import { median, round } from './stats.js';
 import { SHARD_DATABASE } from './systems/docket-sharded.js';
@@ -229,7 +229,7 @@ interface Reading {
 
 function read(workers: readonly WorkerProcess[], clusters: readonly CappedCluster[]): Reading {
   return {
-    atMs: wallNowMs(),
+    atMs: hostNowMs(),
     workerMs: workers.map((worker) => {
       try {
         return processCpuMs(worker.pid);
@@ -298,7 +298,7 @@ async function shardDrain(
     const all = benchJobs(jobs);
     const chunk = 5_000;
     let next = 0;
-    const insertStart = wallNowMs();
+    const insertStart = hostNowMs();
     await Promise.all(
       clusters.map(async () => {
         for (let k = next; k < jobs; k = next) {
@@ -307,7 +307,7 @@ async function shardDrain(
         }
       }),
     );
-    drain.insertSeconds = (wallNowMs() - insertStart) / 1000;
+    drain.insertSeconds = (hostNowMs() - insertStart) / 1000;
     await Promise.all(clusters.map((cluster) => resetStatements(cluster)));
     const recorder = new StartRecorder(jobs);
     workers = await WorkerProcess.startMany(options.procs, config, recorder, {
@@ -316,15 +316,15 @@ async function shardDrain(
     const before = read(workers, clusters);
     const sampling = sampleSessions(clusters, drain.sessionSamples);
     const allStarted = await recorder.waitFor(jobs, options.capMs).finally(() => sampling.stop());
-    let endMs = wallNowMs();
+    let endMs = hostNowMs();
     if (allStarted) {
-      const deadline = wallNowMs() + 15_000;
+      const deadline = hostNowMs() + 15_000;
       let left = await store.remainingDue();
-      while (left > 0 && wallNowMs() < deadline) {
+      while (left > 0 && hostNowMs() < deadline) {
         await sleep(5);
         left = await store.remainingDue();
       }
-      endMs = wallNowMs();
+      endMs = hostNowMs();
       if (left > 0) fail(`${left} jobs still unfinished 15 s after every handler ran`);
     } else {
       fail(`only ${recorder.distinct} of ${jobs} jobs started within ${options.capMs} ms`, 'timeout');

@@ -9,7 +9,7 @@
  */
 import { Docket } from '../src/docket.js';
 import { openStore } from '../src/store/open-store.js';
-import { wallNowMs } from './pg-admin.js';
+import { hostNowMs } from './pg-admin.js';
 import { distribution } from './stats.js';
 import { benchIndexOf } from './systems/system.js';
 
@@ -81,7 +81,7 @@ async function start(config: SoakWorkerConfig): Promise<void> {
   store.jobPruneFinished = async (params) => {
     const at = performance.now();
     const deleted = await prune(params);
-    prunes.push({ atMs: wallNowMs(), deleted, ms: performance.now() - at });
+    prunes.push({ atMs: hostNowMs(), deleted, ms: performance.now() - at });
     return deleted;
   };
   const docket = await Docket.open({
@@ -90,7 +90,7 @@ async function start(config: SoakWorkerConfig): Promise<void> {
     pruneIntervalMs: config.pruneIntervalMs,
   });
   docket.handle(config.kind, async (payload) => {
-    pending.push(benchIndexOf(payload), wallNowMs());
+    pending.push(benchIndexOf(payload), hostNowMs());
   });
   const worker = docket.worker({ concurrency: config.concurrency });
   await worker.start();

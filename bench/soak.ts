@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, Docket } from '../src/docket.js';
-import { dropDatabase, postgresSettings, recreateDatabase, scratchName, wallNowMs } from './pg-admin.js';
+import { dropDatabase, hostNowMs, postgresSettings, recreateDatabase, scratchName } from './pg-admin.js';
 import type { FromSoakWorker, SoakWorkerConfig, SoakWorkerSample, ToSoakWorker } from './soak-worker.js';
 import { distribution, median, round } from './stats.js';
 import { timeSeriesChart } from './svg-charts.js';
@@ -422,7 +422,7 @@ export async function runSoak(
       };
       vacuum();
     }
-    const t0 = wallNowMs();
+    const t0 = hostNowMs();
     const endAt = t0 + options.minutes * 60_000;
     let lastSampleAt = t0;
     let lastSubmitted = 0;
@@ -430,7 +430,7 @@ export async function runSoak(
     let nextSampleAt = t0 + options.sampleSeconds * 1000;
 
     const takeSample = async () => {
-      const now = wallNowMs();
+      const now = hostNowMs();
       const seconds = (now - lastSampleAt) / 1000;
       const [fromWorker, table] = await Promise.all([worker.sample(), tableStats(stats)]);
       for (const prune of fromWorker?.prunes ?? []) {
@@ -475,7 +475,7 @@ export async function runSoak(
     const calls = new Set<Promise<void>>();
     let sampling: Promise<void> | null = null;
     for (let i = 0; i < total; ) {
-      const now = wallNowMs();
+      const now = hostNowMs();
       if (now >= nextSampleAt && !sampling) {
         nextSampleAt += options.sampleSeconds * 1000;
         sampling = takeSample().finally(() => {
@@ -493,14 +493,14 @@ export async function runSoak(
         continue;
       }
       scheduledAt[i] = t0 + (i * 1000) / options.ratePerSec;
-      const callStart = wallNowMs();
+      const callStart = hostNowMs();
       offered += 1;
       const call = submitter
         .submit({ kind: KIND, payload: { i } })
         .then(
           () => {
             submitted += 1;
-            windowCallMs.push(wallNowMs() - callStart);
+            windowCallMs.push(hostNowMs() - callStart);
           },
           (error: Error) => {
             submitErrors += 1;
@@ -514,8 +514,8 @@ export async function runSoak(
     await Promise.all(calls);
     await sampling;
     // The last jobs: every submitted one must start; then nothing may stay due.
-    const tailDeadline = wallNowMs() + 120_000;
-    while (started < submitted && wallNowMs() < tailDeadline) await sleep(50);
+    const tailDeadline = hostNowMs() + 120_000;
+    while (started < submitted && hostNowMs() < tailDeadline) await sleep(50);
     await takeSample();
     if (started < submitted)
       problems.push(`${submitted - started} submitted jobs never started within 120 s of the last submit`);

@@ -8,7 +8,7 @@
  *   npx tsx bench/start-latency-stages.ts [--rate 1000] [--seconds 10] [--in-flight 100] [--concurrency 24]
  *
  * Times are this host's wall clock at sub-millisecond resolution (performance.timeOrigin +
- * performance.now(), wallNowMs) in both processes. Needs PostgreSQL at BENCH_DATABASE_URL's host.
+ * performance.now(), hostNowMs) in both processes. Needs PostgreSQL at BENCH_DATABASE_URL's host.
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { Docket } from '../src/docket.js';
 import type { ClaimedJob } from '../src/job/job.js';
 import type { WorkerOptions } from '../src/worker/worker-options.js';
-import { databaseUrl, dropDatabase, recreateDatabase, scratchName, wallNowMs } from './pg-admin.js';
+import { databaseUrl, dropDatabase, hostNowMs, recreateDatabase, scratchName } from './pg-admin.js';
 import { distribution } from './stats.js';
 
 const KIND = 'bench.noop';
@@ -39,20 +39,20 @@ async function child(): Promise<void> {
   const subscribe = store.subscribe.bind(store);
   store.subscribe = (listener) =>
     subscribe((wakeUp) => {
-      lastWakeMs = wallNowMs();
+      lastWakeMs = hostNowMs();
       listener(wakeUp);
     });
   const jobClaim = store.jobClaim.bind(store);
   store.jobClaim = async (params) => {
-    const sent = wallNowMs();
+    const sent = hostNowMs();
     const wake = lastWakeMs;
     const jobs: ClaimedJob[] = await jobClaim(params);
-    const answered = wallNowMs();
+    const answered = hostNowMs();
     for (const job of jobs) claimOf.set((job.payload as { i: number }).i, [sent, answered, wake]);
     return jobs;
   };
   docket.handle(KIND, async (payload: { i: number }) => {
-    const started = wallNowMs();
+    const started = hostNowMs();
     const claim = claimOf.get(payload.i) ?? [Number.NaN, Number.NaN, Number.NaN];
     rows.push(payload.i, claim[0], claim[1], claim[2], started);
   });
@@ -103,9 +103,9 @@ async function main(): Promise<void> {
   const callStart = new Float64Array(total);
   const callEnd = new Float64Array(total);
   const calls = new Set<Promise<void>>();
-  const t0 = wallNowMs();
+  const t0 = hostNowMs();
   for (let i = 0; i < total; ) {
-    const due = Math.min(total, Math.floor(((wallNowMs() - t0) * rate) / 1000) + 1);
+    const due = Math.min(total, Math.floor(((hostNowMs() - t0) * rate) / 1000) + 1);
     if (i >= due) {
       await new Promise((r) => setTimeout(r, 1));
       continue;
@@ -116,11 +116,11 @@ async function main(): Promise<void> {
     }
     const k = i;
     scheduled[k] = t0 + (k * 1000) / rate;
-    callStart[k] = wallNowMs();
+    callStart[k] = hostNowMs();
     const call = docket
       .submit({ kind: KIND, payload: { i: k } })
       .then(() => {
-        callEnd[k] = wallNowMs();
+        callEnd[k] = hostNowMs();
       })
       .finally(() => calls.delete(call));
     calls.add(call);

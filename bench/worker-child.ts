@@ -7,7 +7,7 @@
  * after a graceful stop. Start times are taken here, in the handler, so the harness's own event
  * loop never inflates a latency.
  */
-import { wallNowMs } from './pg-admin.js';
+import { hostNowMs } from './pg-admin.js';
 import { loadSystem, type RunningWorker, type SystemConfig, type SystemModule } from './systems/system.js';
 
 /** Messages the harness sends. */
@@ -60,7 +60,7 @@ async function load(config: SystemConfig): Promise<void> {
 async function start(): Promise<void> {
   if (!loaded) throw new Error('start before load');
   worker = await loaded.system.startWorker(loaded.config, (i) => {
-    pending.push(i, wallNowMs(), Date.now());
+    pending.push(i, hostNowMs(), Date.now());
   });
   sampleRss();
   send({ type: 'ready', pid: process.pid, node: process.version });

@@ -7,7 +7,7 @@
  * its speed. A run that does not finish within its time cap is reported as `timeout` with the rate
  * it reached, never as a fast result.
  */
-import { wallNowMs } from './pg-admin.js';
+import { hostNowMs } from './pg-admin.js';
 import { cdfPoints, type Distribution, distribution, histogram } from './stats.js';
 import type { BenchJob, BenchStore, SystemConfig, SystemModule, Variant } from './systems/system.js';
 import { type RssSummary, StartRecorder, sleep, WorkerProcess } from './worker-process.js';
@@ -103,9 +103,9 @@ function fail(run: RunRecord, problem: string, status: RunStatus = 'failed'): vo
 
 /** Inserts jobs in chunks; returns the elapsed ms. */
 export async function insertAll(store: BenchStore, jobs: readonly BenchJob[], chunk = INSERT_CHUNK): Promise<number> {
-  const started = wallNowMs();
+  const started = hostNowMs();
   for (let k = 0; k < jobs.length; k += chunk) await store.insert(jobs.slice(k, k + chunk));
-  return wallNowMs() - started;
+  return hostNowMs() - started;
 }
 
 /** Jobs 0..n-1, due now (or at `runAt`). */
@@ -114,9 +114,9 @@ export function benchJobs(n: number, runAt?: Date): BenchJob[] {
 }
 
 async function waitUntilNothingDue(store: BenchStore, capMs: number): Promise<number> {
-  const deadline = wallNowMs() + capMs;
+  const deadline = hostNowMs() + capMs;
   let left = await store.remainingDue();
-  while (left > 0 && wallNowMs() < deadline) {
+  while (left > 0 && hostNowMs() < deadline) {
     await sleep(5);
     left = await store.remainingDue();
   }
@@ -185,7 +185,7 @@ export async function drainRun(
   options: RunOptions & { workload?: string; fresh?: boolean; insertChunk?: number },
 ): Promise<RunRecord> {
   const run = record(contender, options.workload ?? 'drain', options, { jobs: n, procs });
-  const wallStart = wallNowMs();
+  const wallStart = hostNowMs();
   if (options.fresh !== false) await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
@@ -197,10 +197,10 @@ export async function drainRun(
       cpuProfileDir: options.cpuProfileDir,
     });
     const allStarted = await recorder.waitFor(n, options.capMs);
-    let endMs = wallNowMs();
+    let endMs = hostNowMs();
     if (allStarted) {
       const left = await waitUntilNothingDue(store, 15_000);
-      endMs = wallNowMs();
+      endMs = hostNowMs();
       if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
     } else {
       fail(run, `only ${recorder.distinct} of ${n} jobs started within ${options.capMs} ms`, 'timeout');
@@ -219,7 +219,7 @@ export async function drainRun(
     for (const worker of workers) worker.kill();
     await store.close().catch(() => {});
   }
-  run.wallMs = wallNowMs() - wallStart;
+  run.wallMs = hostNowMs() - wallStart;
   return run;
 }
 
@@ -238,7 +238,7 @@ export async function streamRun(
 ): Promise<RunRecord> {
   const total = Math.max(1, Math.round((ratePerSec * durationMs) / 1000));
   const run = record(contender, options.workload ?? 'stream', options, { ratePerSec, durationMs, procs, jobs: total });
-  const wallStart = wallNowMs();
+  const wallStart = hostNowMs();
   if (options.fresh !== false) await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
@@ -250,11 +250,11 @@ export async function streamRun(
     const submitAt = new Float64Array(total);
     let submitted = 0;
     let inserts = 0;
-    const t0 = wallNowMs();
+    const t0 = hostNowMs();
     while (submitted < total) {
-      const due = Math.min(total, Math.floor(((wallNowMs() - t0) * ratePerSec) / 1000) + 1);
+      const due = Math.min(total, Math.floor(((hostNowMs() - t0) * ratePerSec) / 1000) + 1);
       if (due > submitted) {
-        const at = wallNowMs();
+        const at = hostNowMs();
         const batch: BenchJob[] = [];
         for (let i = submitted; i < due; i += 1) {
           submitAt[i] = at;
@@ -267,7 +267,7 @@ export async function streamRun(
         await sleep(1);
       }
     }
-    const submitEnd = wallNowMs();
+    const submitEnd = hostNowMs();
     run.metrics.submitOverrunMs = submitEnd - t0 - durationMs;
     run.metrics.meanBatch = total / inserts;
     const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
@@ -296,7 +296,7 @@ export async function streamRun(
     for (const worker of workers) worker.kill();
     await store.close().catch(() => {});
   }
-  run.wallMs = wallNowMs() - wallStart;
+  run.wallMs = hostNowMs() - wallStart;
   return run;
 }
 
@@ -312,8 +312,8 @@ function prefixed(prefix: string, d: Distribution): Record<string, number> {
 
 /**
  * The spike: `n` jobs due at one instant `leadMs` ahead (by the database clock, read just before),
- * inserted while the workers idle. Lateness is start minus the due instant; an early start is one
- * whose integer `Date.now()` is below the due instant (this host's clock is also the database's).
+ * inserted while the workers idle. Lateness is a start's integer `Date.now()` minus the due instant,
+ * and an early start one whose is below it (this host's clock is also the database's).
  */
 export async function spikeRun(
   contender: Contender,
@@ -323,7 +323,7 @@ export async function spikeRun(
   options: RunOptions & { databaseNow: () => Promise<Date> },
 ): Promise<RunRecord> {
   const run = record(contender, 'spike', options, { jobs: n, leadMs, procs });
-  const wallStart = wallNowMs();
+  const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
@@ -354,18 +354,28 @@ export async function spikeRun(
     await stopAll(run, workers);
     workers = [];
     checkExactlyOnce(run, recorder);
+    // Lateness is about the database's clock, which is this host's wall clock: each start's
+    // `Date.now()` in its worker (whole ms, so a lateness reads up to 1 ms short), not the bench's
+    // cross-process clock, which follows the monotonic clock and parts from the wall clock
+    // whenever the host's clock is slewed or stepped.
     const lateness: number[] = [];
     let early = 0;
+    let first = Number.NaN;
+    let last = Number.NaN;
     for (let i = 0; i < n; i += 1) {
-      if (recorder.startDateMs[i]! < dueAtMs) early += 1;
-      if (!Number.isNaN(recorder.startMs[i]!)) lateness.push(recorder.startMs[i]! - dueAtMs);
+      const startedAt = recorder.startDateMs[i]!;
+      if (startedAt < dueAtMs) early += 1;
+      if (Number.isNaN(startedAt)) continue;
+      lateness.push(startedAt - dueAtMs);
+      if (!(startedAt >= first)) first = startedAt;
+      if (!(startedAt <= last)) last = startedAt;
     }
     if (early > 0) fail(run, `${early} jobs started before their run time`);
     Object.assign(run.metrics, prefixed('lateness', distribution(lateness)), {
       early,
       started: recorder.distinct,
-      lastStartAfterDueMs: recorder.lastStartMs - dueAtMs,
-      firstStartAfterDueMs: recorder.firstStartMs - dueAtMs,
+      lastStartAfterDueMs: last - dueAtMs,
+      firstStartAfterDueMs: first - dueAtMs,
     });
     run.spikeHistogram = histogram(lateness, SPIKE_BINS.fromMs, SPIKE_BINS.toMs, SPIKE_BINS.bins);
   } catch (error) {
@@ -374,7 +384,7 @@ export async function spikeRun(
     for (const worker of workers) worker.kill();
     await store.close().catch(() => {});
   }
-  run.wallMs = wallNowMs() - wallStart;
+  run.wallMs = hostNowMs() - wallStart;
   return run;
 }
 
@@ -386,7 +396,7 @@ export async function submitRun(
   options: RunOptions,
 ): Promise<RunRecord> {
   const run = record(contender, 'submit', options, { jobs: n, batchSize });
-  const wallStart = wallNowMs();
+  const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   try {
@@ -398,20 +408,20 @@ export async function submitRun(
   } finally {
     await store.close().catch(() => {});
   }
-  run.wallMs = wallNowMs() - wallStart;
+  run.wallMs = hostNowMs() - wallStart;
   return run;
 }
 
 /** Inserts `n` filler jobs due a day from now (indices from {@link FILLER_INDEX_BASE}); returns ms. */
 export async function insertFutureFiller(store: BenchStore, n: number, chunk = 10_000): Promise<number> {
   const runAt = new Date(Date.now() + 24 * 3600_000);
-  const started = wallNowMs();
+  const started = hostNowMs();
   for (let k = 0; k < n; k += chunk) {
     const jobs: BenchJob[] = [];
     for (let i = k; i < Math.min(n, k + chunk); i += 1) jobs.push({ i: FILLER_INDEX_BASE + i, runAt });
     await store.insert(jobs);
   }
-  return wallNowMs() - started;
+  return hostNowMs() - started;
 }
 
 /** Marks a run as skipped (deadline reached, or an earlier round timed out). */
@@ -441,23 +451,23 @@ export async function singleSubmitCapacityRun(
   options: RunOptions,
 ): Promise<RunRecord> {
   const run = record(contender, 'single-submit', options, { jobs: n, inFlight, mode: 'capacity' });
-  const wallStart = wallNowMs();
+  const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   try {
     const callMs = new Float64Array(n);
     let next = 0;
-    const started = wallNowMs();
+    const started = hostNowMs();
     await Promise.all(
       Array.from({ length: Math.min(inFlight, n) }, async () => {
         for (let i = next++; i < n; i = next++) {
-          const at = wallNowMs();
+          const at = hostNowMs();
           await store.submitOne(i);
-          callMs[i] = wallNowMs() - at;
+          callMs[i] = hostNowMs() - at;
         }
       }),
     );
-    const elapsedMs = wallNowMs() - started;
+    const elapsedMs = hostNowMs() - started;
     const left = await store.remainingDue();
     if (left !== n) fail(run, `${left} jobs due after ${n} single submits (each submit must leave one job)`);
     Object.assign(run.metrics, prefixed('call', distribution([...callMs])), {
@@ -469,7 +479,7 @@ export async function singleSubmitCapacityRun(
   } finally {
     await store.close().catch(() => {});
   }
-  run.wallMs = wallNowMs() - wallStart;
+  run.wallMs = hostNowMs() - wallStart;
   return run;
 }
 
@@ -495,7 +505,7 @@ export async function singleSubmitLatencyRun(
     jobs: total,
     mode: 'latency',
   });
-  const wallStart = wallNowMs();
+  const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
@@ -505,9 +515,9 @@ export async function singleSubmitLatencyRun(
     const scheduledAt = new Float64Array(total);
     const calls = new Set<Promise<void>>();
     const errors: string[] = [];
-    const t0 = wallNowMs();
+    const t0 = hostNowMs();
     for (let i = 0; i < total; ) {
-      const due = Math.min(total, Math.floor(((wallNowMs() - t0) * ratePerSec) / 1000) + 1);
+      const due = Math.min(total, Math.floor(((hostNowMs() - t0) * ratePerSec) / 1000) + 1);
       if (i >= due) {
         await sleep(1);
         continue;
@@ -528,7 +538,7 @@ export async function singleSubmitLatencyRun(
       i += 1;
     }
     await Promise.all(calls);
-    const submitEnd = wallNowMs();
+    const submitEnd = hostNowMs();
     if (errors.length > 0) fail(run, `${errors.length} submits failed: ${errors[0]}`, 'error');
     run.metrics.offeredPerSec = total / ((submitEnd - t0) / 1000);
     const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
@@ -549,6 +559,6 @@ export async function singleSubmitLatencyRun(
     for (const worker of workers) worker.kill();
     await store.close().catch(() => {});
   }
-  run.wallMs = wallNowMs() - wallStart;
+  run.wallMs = hostNowMs() - wallStart;
   return run;
 }
