@@ -521,6 +521,76 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
       expect(claimed[4]?.errors.map((error) => error.message)).toEqual(['once']);
       expect(claimed.filter((job) => job.errors.length > 0)).toHaveLength(1);
     });
+
+    it('stores each job of a batch with its own values, whether its neighbours share a column or not', async () => {
+      // PostgreSQL's submit sends a column every job of the batch shares as one value, which the
+      // statement reads as every row's: a shared column must land in every row, and a column shared
+      // by all but one (a nullable one too: a timeout among none) must stay each job's own. Sent
+      // three ways: under reserved ids (the lean insert), without ids, and with idempotency keys.
+      const slow = { baseDelayMs: 5000, factor: 3 };
+      const shape = (job: Job) => [
+        job.kind,
+        job.queue,
+        job.priority,
+        job.runAt,
+        job.maxAttempts,
+        job.retryPolicy.baseDelayMs,
+        job.timeoutMs,
+      ];
+      for (const way of ['reserved ids', 'sequence ids', 'idempotency keys'] as const) {
+        const [q1, q2] = [nextQueue(), nextQueue()];
+        const key = (n: number) => (way === 'idempotency keys' ? { idempotencyKey: `${q1}-${n}` } : {});
+        const shared = { kind: 'conf.shared', queue: q1, priority: 3, runAt: t(20), maxAttempts: 4, retry: slow };
+        const batches = [
+          [0, 1, 2].map((n) => spec({ ...shared, payload: { n }, timeoutMs: 7000, ...key(n) })),
+          [
+            spec({ ...shared, payload: { n: 3 }, ...key(3) }),
+            spec({ ...shared, kind: 'conf.other', queue: q2, payload: { n: 4 }, timeoutMs: 9000, ...key(4) }),
+            spec({ ...shared, payload: { n: 5 }, priority: 0, maxAttempts: 9, ...key(5) }),
+            spec({ ...shared, payload: { n: 6 }, runAt: undefined, delayMs: 2000, retry: undefined, ...key(6) }),
+            spec({ ...shared, payload: { n: 7 }, ...key(7) }),
+          ],
+          // Every column shared but the timeout, which one job has and one does not.
+          [
+            spec({ ...shared, payload: { n: 8 }, ...key(8) }),
+            spec({ ...shared, payload: { n: 9 }, timeoutMs: 9000, ...key(9) }),
+          ],
+          // Shared: no run-at (both due after the same delay) and no timeout.
+          [8, 9].map((n) =>
+            spec({ kind: 'conf.shared', queue: q1, payload: { n: n + 2 }, delayMs: 1000, ...key(n + 2) }),
+          ),
+        ];
+        const jobs: Job[] = [];
+        for (const batch of batches) {
+          const ids =
+            way === 'reserved ids' && store.capabilities.reservableJobIds
+              ? await store.jobReserveIds({ count: batch.length })
+              : undefined;
+          const results = await store.jobSubmit({ jobs: batch, now: t(10), ...(ids ? { ids } : {}) });
+          expect(results.map((result) => result.created)).toEqual(batch.map(() => true));
+          for (const result of results) jobs.push(await mustGet(result.id));
+        }
+        expect(
+          jobs.map((job) => (job.payload as { n: number }).n),
+          way,
+        ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+        const base = DEFAULT_RETRY_POLICY.baseDelayMs;
+        expect(jobs.map(shape), way).toEqual([
+          ['conf.shared', q1, 3, t(20), 4, 5000, 7000],
+          ['conf.shared', q1, 3, t(20), 4, 5000, 7000],
+          ['conf.shared', q1, 3, t(20), 4, 5000, 7000],
+          ['conf.shared', q1, 3, t(20), 4, 5000, null],
+          ['conf.other', q2, 3, t(20), 4, 5000, 9000],
+          ['conf.shared', q1, 0, t(20), 9, 5000, null],
+          ['conf.shared', q1, 3, t(12), 4, base, null],
+          ['conf.shared', q1, 3, t(20), 4, 5000, null],
+          ['conf.shared', q1, 3, t(20), 4, 5000, null],
+          ['conf.shared', q1, 3, t(20), 4, 5000, 9000],
+          ['conf.shared', q1, 0, t(11), DEFAULT_MAX_ATTEMPTS, base, null],
+          ['conf.shared', q1, 0, t(11), DEFAULT_MAX_ATTEMPTS, base, null],
+        ]);
+      }
+    });
   });
 
   describe('jobHeartbeat', () => {

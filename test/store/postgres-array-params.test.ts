@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bigintArrayParam,
   intArrayParam,
+  sharedOrEach,
   textArrayParam,
   timestamptzArrayParam,
 } from '../../src/store/postgres/array-params.js';
@@ -92,5 +93,22 @@ describe('PostgreSQL array parameters', () => {
     expect(() => timestamptzArrayParam([new Date(Number.NaN)])).toThrow(/outside years 1 to 9999/);
     expect(() => timestamptzArrayParam([new Date('+010000-01-01T00:00:00.000Z')])).toThrow(/outside years 1 to 9999/);
     expect(() => timestamptzArrayParam([new Date('0000-12-31T23:59:59.999Z')])).toThrow(/outside years 1 to 9999/);
+  });
+
+  it('sends a column every element shares as one element, and any other column whole', () => {
+    expect(sharedOrEach(['a', 'a', 'a'])).toEqual(['a']);
+    expect(sharedOrEach([null, null])).toEqual([null]);
+    // A lone difference anywhere, a null among values included, keeps every element.
+    expect(sharedOrEach(['a', 'a', 'b'])).toEqual(['a', 'a', 'b']);
+    expect(sharedOrEach([7, null, 7])).toEqual([7, null, 7]);
+    expect(sharedOrEach([null, 7])).toEqual([null, 7]);
+    expect(sharedOrEach([])).toEqual([]);
+    expect(sharedOrEach([5])).toEqual([5]);
+    // Compared by key: equal instants in distinct Dates are shared.
+    const instant = (date: Date | null) => date?.getTime() ?? null;
+    const at = (ms: number) => new Date(ms);
+    expect(sharedOrEach([at(1000), at(1000)], instant)).toEqual([at(1000)]);
+    expect(sharedOrEach([at(1000), at(1001)], instant)).toHaveLength(2);
+    expect(sharedOrEach([at(1000), at(1000)])).toHaveLength(2);
   });
 });

@@ -106,3 +106,17 @@ export function textArrayParam(values: readonly (string | null)[]): string {
   }
   return `${literal}}`;
 }
+
+/**
+ * A batch column as the array a submit statement binds: `[value]` when every element has the
+ * same `key` (the statements read an array of one element as every row's value: batchColumn in
+ * sql-fragments.ts), else `values` itself. A batch of one is the same either way.
+ */
+export function sharedOrEach<T>(values: readonly T[], key: (value: T) => unknown = (value) => value): readonly T[] {
+  if (values.length <= 1) return values;
+  const first = key(values[0]!);
+  for (let i = 1; i < values.length; i += 1) {
+    if (key(values[i]!) !== first) return values;
+  }
+  return [values[0]!];
+}

@@ -39,12 +39,15 @@ import {
   intArrayParam,
   leaseBatch,
   leaseBatchParams,
+  sharedOrEach,
   textArrayParam,
   timestamptzArrayParam,
 } from './array-params.js';
 import { type JobRow, rowToJob, sqlJobId } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
 import {
+  batchColumn,
+  batchJsonColumn,
   epochMsText,
   errorEntry,
   intervalMs,
@@ -175,8 +178,7 @@ export class PostgresJobQueries {
         pinned(params.now),
         ...columnArrays(specs),
         textArrayParam(specs.map((spec) => spec.idempotencyKey)),
-        textArrayParam(specs.map((spec) => spec.scheduleId)),
-        timestamptzArrayParam(specs.map((spec) => spec.scheduleSlot)),
+        ...scheduleArrays(specs),
         wakeHorizonMs,
       ];
       const result =
@@ -233,8 +235,7 @@ export class PostgresJobQueries {
         pinned(params.now),
         bigintArrayParam(ids),
         ...columnArrays(specs),
-        textArrayParam(specs.map((spec) => spec.scheduleId)),
-        timestamptzArrayParam(specs.map((spec) => spec.scheduleSlot)),
+        ...scheduleArrays(specs),
         wakeHorizonMs,
       ]);
     } catch (error) {
@@ -464,11 +465,22 @@ function buildSql(s: string, channel: string) {
         SELECT i.*,
                CASE WHEN i.idempotency_key IS NULL THEN i.ord
                     ELSE min(i.ord) OVER (PARTITION BY i.queue, i.kind, i.idempotency_key) END AS first_ord
-        FROM ROWS FROM (unnest($2::text[], $3::text[]), jsonb_array_elements($4::jsonb),
-                        unnest($5::int[], $6::timestamptz[], $7::bigint[], $8::int[]), jsonb_array_elements($9::jsonb),
-                        unnest($10::int[], $11::text[], $12::text[], $13::timestamptz[]${givenIds}))
-          WITH ORDINALITY AS i(kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy,
-                               timeout_ms, idempotency_key, schedule_id, schedule_slot${givenIdColumn}, ord)
+        FROM (
+          SELECT ${batchColumn('$2', 'text[]', 'r.kind')} AS kind, ${batchColumn('$3', 'text[]', 'r.queue')} AS queue,
+                 r.payload, ${batchColumn('$5', 'int[]', 'r.priority')} AS priority,
+                 ${batchColumn('$6', 'timestamptz[]', 'r.run_at')} AS run_at,
+                 ${batchColumn('$7', 'bigint[]', 'r.delay_ms')} AS delay_ms,
+                 ${batchColumn('$8', 'int[]', 'r.max_attempts')} AS max_attempts,
+                 ${batchJsonColumn('$9', 'r.retry_policy')} AS retry_policy,
+                 ${batchColumn('$10', 'int[]', 'r.timeout_ms')} AS timeout_ms, r.idempotency_key,
+                 ${batchColumn('$12', 'text[]', 'r.schedule_id')} AS schedule_id,
+                 ${batchColumn('$13', 'timestamptz[]', 'r.schedule_slot')} AS schedule_slot${withIds ? ', r.given_id' : ''}, r.ord
+          FROM ROWS FROM (unnest($2::text[], $3::text[]), jsonb_array_elements($4::jsonb),
+                          unnest($5::int[], $6::timestamptz[], $7::bigint[], $8::int[]), jsonb_array_elements($9::jsonb),
+                          unnest($10::int[], $11::text[], $12::text[], $13::timestamptz[]${givenIds}))
+            WITH ORDINALITY AS r(kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy,
+                                 timeout_ms, idempotency_key, schedule_id, schedule_slot${givenIdColumn}, ord)
+        ) i
       ),
       fresh AS MATERIALIZED (
         SELECT input.*, ${newId} AS new_id FROM input WHERE ord = first_ord ORDER BY ord
@@ -555,9 +567,13 @@ function buildSql(s: string, channel: string) {
       WITH inserted AS (
         INSERT INTO ${jobs} (id, kind, queue, payload, priority, state, run_at, token, attempts, max_attempts,
                              retry_policy, errors, timeout_ms, schedule_id, schedule_slot, created_at)
-        SELECT i.id, i.kind, i.queue, i.payload, i.priority, 'pending',
-               coalesce(i.run_at, ${NOW} + ${ms('i.delay_ms')}), 0, 0, i.max_attempts,
-               i.retry_policy, '[]'::jsonb, i.timeout_ms, i.schedule_id, i.schedule_slot, ${NOW}
+        SELECT i.id, ${batchColumn('$3', 'text[]', 'i.kind')}, ${batchColumn('$4', 'text[]', 'i.queue')}, i.payload,
+               ${batchColumn('$6', 'int[]', 'i.priority')}, 'pending',
+               coalesce(${batchColumn('$7', 'timestamptz[]', 'i.run_at')},
+                        ${NOW} + ${ms(batchColumn('$8', 'bigint[]', 'i.delay_ms'))}), 0, 0,
+               ${batchColumn('$9', 'int[]', 'i.max_attempts')}, ${batchJsonColumn('$10', 'i.retry_policy')}, '[]'::jsonb,
+               ${batchColumn('$11', 'int[]', 'i.timeout_ms')}, ${batchColumn('$12', 'text[]', 'i.schedule_id')},
+               ${batchColumn('$13', 'timestamptz[]', 'i.schedule_slot')}, ${NOW}
         FROM ROWS FROM (unnest($2::bigint[], $3::text[], $4::text[]), jsonb_array_elements($5::jsonb),
                         unnest($6::int[], $7::timestamptz[], $8::bigint[], $9::int[]), jsonb_array_elements($10::jsonb),
                         unnest($11::int[], $12::text[], $13::timestamptz[]))
@@ -850,8 +866,9 @@ function jsonArrayText(texts: readonly string[]): string {
  * The per-job column arrays every submit statement takes, in its parameter order ($kind through
  * $timeout_ms): one place, so the insert with reserved ids and the answering insert cannot drift.
  * Each is one array literal (array-params.ts) rather than a JavaScript array pg would escape
- * element by element; a retry policy shared by consecutive jobs (the default, usually) is
- * serialised once.
+ * element by element. A column every job of the batch shares (kind, queue, options: most batches,
+ * and most group-committed single submits) is sent as an array of that one value, which the
+ * statements read as every row's ({@link batchColumn}); see decision 0020.
  */
 function columnArrays(specs: JobSubmitParams['jobs']): string[] {
   let lastPolicy: JobSubmitParams['jobs'][number]['retryPolicy'] | undefined;
@@ -864,14 +881,37 @@ function columnArrays(specs: JobSubmitParams['jobs']): string[] {
     return lastPolicyJson;
   });
   return [
-    textArrayParam(specs.map((spec) => spec.kind)),
-    textArrayParam(specs.map((spec) => spec.queue)),
+    textArrayParam(sharedOrEach(specs.map((spec) => spec.kind))),
+    textArrayParam(sharedOrEach(specs.map((spec) => spec.queue))),
     jsonArrayText(specs.map((spec) => spec.payloadJson)),
-    intArrayParam(specs.map((spec) => spec.priority)),
-    timestamptzArrayParam(specs.map((spec) => spec.runAt)),
-    intArrayParam(specs.map((spec) => spec.delayMs)),
-    intArrayParam(specs.map((spec) => spec.maxAttempts)),
-    jsonArrayText(policies),
-    intArrayParam(specs.map((spec) => spec.timeoutMs)),
+    intArrayParam(sharedOrEach(specs.map((spec) => spec.priority))),
+    timestamptzArrayParam(
+      sharedOrEach(
+        specs.map((spec) => spec.runAt),
+        instantKey,
+      ),
+    ),
+    intArrayParam(sharedOrEach(specs.map((spec) => spec.delayMs))),
+    intArrayParam(sharedOrEach(specs.map((spec) => spec.maxAttempts))),
+    jsonArrayText(sharedOrEach(policies)),
+    intArrayParam(sharedOrEach(specs.map((spec) => spec.timeoutMs))),
   ];
+}
+
+/** The schedule columns of a submit batch ($schedule_id, $schedule_slot), shared as columnArrays shares. */
+function scheduleArrays(specs: JobSubmitParams['jobs']): string[] {
+  return [
+    textArrayParam(sharedOrEach(specs.map((spec) => spec.scheduleId))),
+    timestamptzArrayParam(
+      sharedOrEach(
+        specs.map((spec) => spec.scheduleSlot),
+        instantKey,
+      ),
+    ),
+  ];
+}
+
+/** Equal instants compare equal (two Date objects never are). */
+function instantKey(value: Date | null): number | null {
+  return value === null ? null : value.getTime();
 }

@@ -191,6 +191,22 @@ export function intervalMs(param: string): string {
   return `(${param}::double precision * interval '1 millisecond')`;
 }
 
+/**
+ * One row's value of a submit batch's column, where the client sends a column every job shares
+ * as an array of that one element (sharedOrEach in array-params.ts): the element when `param`
+ * (an `arrayType` placeholder, unnested beside the others) holds one, else the row's own
+ * `rowValue`. A batch of one job reads the same either way. Parsing one element instead of one
+ * per row took a fifth off the database's time for a 1,000-job insert (decision 0020).
+ */
+export function batchColumn(param: string, arrayType: string, rowValue: string): string {
+  return `CASE WHEN cardinality(${param}::${arrayType}) = 1 THEN (${param}::${arrayType})[1] ELSE ${rowValue} END`;
+}
+
+/** {@link batchColumn} for a column sent as one JSON array text (split by jsonb_array_elements). */
+export function batchJsonColumn(param: string, rowValue: string): string {
+  return `CASE WHEN jsonb_array_length(${param}::jsonb) = 1 THEN ${param}::jsonb -> 0 ELSE ${rowValue} END`;
+}
+
 /** True unless `queue` (an SQL expression) is paused: one probe of the tiny `queues` table. */
 export function queueNotPaused(queuesTable: string, queue: string): string {
   return `NOT EXISTS (SELECT 1 FROM ${queuesTable} pq WHERE pq.name = ${queue} AND pq.paused)`;
