@@ -7,8 +7,8 @@
  *
  *   npx tsx bench/start-latency-stages.ts [--rate 1000] [--seconds 10] [--in-flight 100] [--concurrency 24]
  *
- * Times are this host's wall clock at sub-millisecond resolution (performance.timeOrigin +
- * performance.now(), hostNowMs) in both processes. Needs PostgreSQL at BENCH_DATABASE_URL's host.
+ * Times are the bench's cross-process clock (hostNowMs: the host's monotonic clock, one anchor
+ * shared with the child) at sub-millisecond resolution in both processes. Needs PostgreSQL at BENCH_DATABASE_URL's host.
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
