@@ -986,6 +986,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     '- Drain throughput runs from the first handler start to the moment the store reports no due, unfinished job (polled every 5 ms), so batched completions are included.',
     '- Worker processes are forked, import their system, and are then started together, so module loading does not stagger the two-process drain. RSS is sampled every 200 ms inside each worker process.',
     "- Lateness and early starts compare wall-clock times; the database and the workers share this host's clock (offset above), so the wall clock is the database clock here.",
+    "- Other times compared across processes (a submit here, a start in a worker) are read on the host's monotonic clock, with one anchor the harness hands every process it starts, so a step or slew of the wall clock cannot enter a latency.",
     '',
   ];
   const md = join(outDir, 'RESULTS.md');
