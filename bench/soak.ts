@@ -275,8 +275,16 @@ function flatness(metric: string, values: number[], note: string): Flatness {
   return { metric, judged: true, flat, median: mid, minPct, maxPct, note };
 }
 
-function rollingMedian(values: number[], width: number): number[] {
-  return values.map((_, k) => median(values.slice(Math.max(0, k - width + 1), k + 1)));
+/**
+ * The median of every run of `width` consecutive values (of all of them when there are fewer).
+ * Only whole windows: a window cut short at the period's start would be one sample, or the median
+ * of two, and one slow window there would read as a trend (a soak's first judged sample did).
+ */
+export function rollingMedian(values: readonly number[], width: number): number[] {
+  if (values.length <= width) return [median([...values])];
+  const medians: number[] = [];
+  for (let end = width; end <= values.length; end += 1) medians.push(median(values.slice(end - width, end)));
+  return medians;
 }
 
 /** The flatness verdicts over the samples after the first prune cycle. */

@@ -10,6 +10,7 @@ import {
   backlogVerdict,
   judgeFlatness,
   parseSoakOptions,
+  rollingMedian,
   type SoakOptions,
   type SoakResult,
   type SoakSample,
@@ -116,6 +117,26 @@ describe('soak flatness', () => {
     expect(judgeFlatness(spike, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(true);
     const rise = times.map((t) => sample(t, { claimP99Ms: t > 900 ? 20 : 8 }));
     expect(judgeFlatness(rise, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(false);
+  });
+
+  it('reads a slow window at the start of the judged period as noise too', () => {
+    // The first sample after the first prune cycle (60 s + one 30 s sample) is slow; a rolling
+    // window cut short there would be that sample alone.
+    const firstJudged = times.find((t) => t > 90)!;
+    const edge = times.map((t) => sample(t, t === firstJudged ? { claimP99Ms: 20 } : {}));
+    expect(judgeFlatness(edge, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(true);
+    const second = times.filter((t) => t > 90)[1]!;
+    const two = times.map((t) => sample(t, t === firstJudged || t === second ? { claimP99Ms: 20 } : {}));
+    expect(judgeFlatness(two, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(false);
+  });
+});
+
+describe('rolling median', () => {
+  it('takes whole windows only, or every value when there are fewer', () => {
+    expect(rollingMedian([9, 1, 1, 1], 3)).toEqual([1, 1]);
+    expect(rollingMedian([1, 9, 9, 1], 3)).toEqual([9, 9]);
+    expect(rollingMedian([4, 2, 7], 3)).toEqual([4]);
+    expect(rollingMedian([5], 3)).toEqual([5]);
   });
 });
 
