@@ -251,7 +251,7 @@ function backlogSection(bench: BenchResults, targets: Target[]): string[] {
   if (sets.length === 0) return [];
   const out = ['## 1b. Backlog drains: default configuration against tuned', ''];
   out.push(
-    "A backlog queued before any worker runs (each size inserted through the system's batch API, then one worker process started), as a user's backfill meets a default worker. Jobs/s from the first handler start until nothing is due; a run that did not finish within its cap shows the rate it reached. The largest size runs Docket and the raw-SQL reference only.",
+    "A backlog queued before any worker runs (each size inserted through the system's batch API, then one worker process started), as a user's backfill meets a default worker. Jobs/s from the first handler start until nothing is due; a run that did not finish within its cap shows the rate it reached. When more than one size runs, the largest runs Docket and the raw-SQL reference only.",
     '',
   );
   out.push(
