@@ -523,7 +523,8 @@ function buildSql(s: string, channel: string) {
      * Params: $1 now?, $2 kind[], $3 queue[], $4 payloads (one JSON array text), $5 priority[],
      *   $6 run_at[] (NULL = now + delay), $7 delay_ms[], $8 max_attempts[], $9 retry policies (one
      *   JSON array text), $10 timeout_ms[], $11 idempotency_key[], $12 schedule_id[],
-     *   $13 schedule_slot[], $14 wake horizon ms.
+     *   $13 schedule_slot[], $14 wake horizon ms. Every array but the payloads' and the keys'
+     *   may hold one element, which then stands for every row (batchColumn; decision 0020).
      * Result: one row per input, in input order: ord, is_first (not a repeat of an earlier
      *   (queue, kind, key) in the batch), inserted_id/inserted_run_at when written,
      *   live_id/live_run_at/live_same_payload when the key matched a live job of the same queue and
@@ -557,7 +558,9 @@ function buildSql(s: string, channel: string) {
      * Params: $1 now?, $2 id bigint[], $3 kind[], $4 queue[], $5 payloads (one JSON array text),
      *   $6 priority[], $7 run_at[] (NULL = now + delay), $8 delay_ms[], $9 max_attempts[],
      *   $10 retry policies (one JSON array text), $11 timeout_ms[], $12 schedule_id[],
-     *   $13 schedule_slot[], $14 wake horizon ms. ROWS FROM zips the arrays by position.
+     *   $13 schedule_slot[], $14 wake horizon ms. ROWS FROM zips the arrays by position; every
+     *   array but the ids' and the payloads' may hold one element, which then stands for every
+     *   row (batchColumn; decision 0020).
      * Result: one row: written (the row count: all are written, or the statement fails: a stored
      *   id raises unique_violation on jobs_pkey, which only the resend of an ambiguous commit
      *   meets) and now, the statement's instant, from which the caller derives each run_at.
