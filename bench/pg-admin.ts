@@ -98,20 +98,24 @@ export async function dropAllScratchDatabases(): Promise<string[]> {
 
 /**
  * The database clock minus this host's clock, in ms, from the best of several round trips (the
- * sample with the shortest round trip bounds the error by half of it).
+ * sample with the shortest round trip bounds the error by half of it, plus 1 ms for whole-ms reads
+ * of the wall clock).
  */
 export async function databaseClockOffsetMs(samples = 20): Promise<{ offsetMs: number; errorBoundMs: number }> {
   return withAdmin(async (client) => {
     let best = { offsetMs: 0, errorBoundMs: Number.POSITIVE_INFINITY };
     for (let n = 0; n < samples; n += 1) {
-      const before = hostNowMs();
+      // Against this host's wall clock (`Date.now()`, whole ms, hence the 1 ms in the bound), not
+      // hostNowMs: the question is whether the workers' clock is the database's, and hostNowMs
+      // follows the monotonic clock, which parts from the wall clock when the host's is slewed.
+      const before = Date.now();
       const { rows } = await client.query<{ ms: string }>(
         `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`,
       );
-      const after = hostNowMs();
-      const roundTrip = after - before;
-      if (roundTrip / 2 < best.errorBoundMs) {
-        best = { offsetMs: Number(rows[0]?.ms) - (before + after) / 2, errorBoundMs: roundTrip / 2 };
+      const after = Date.now();
+      const errorBoundMs = (after - before) / 2 + 1;
+      if (errorBoundMs < best.errorBoundMs) {
+        best = { offsetMs: Number(rows[0]?.ms) - (before + after) / 2, errorBoundMs };
       }
     }
     return best;

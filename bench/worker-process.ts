@@ -17,15 +17,18 @@ const CHILD_ENTRY = fileURLToPath(new URL('./worker-child.ts', import.meta.url))
 export class StartRecorder {
   /** Starts per index (a second start is a duplicate run). */
   readonly counts: Uint16Array;
-  /** First start per index, high-resolution wall ms (NaN until started). */
+  /** First start per index on the bench's cross-process clock (hostNowMs; NaN until started). */
   readonly startMs: Float64Array;
   /** First start per index, `Date.now()` ms: integer, so comparing it with a run time cannot err early. */
   readonly startDateMs: Float64Array;
   distinct = 0;
   duplicates = 0;
   strays = 0;
+  /** The earliest start on the cross-process clock: where a drain's time begins. */
   firstStartMs = Number.POSITIVE_INFINITY;
-  lastStartMs = Number.NEGATIVE_INFINITY;
+  /** The earliest and latest start by `Date.now()`, the database's clock: the spike's first and last lateness. */
+  firstStartDateMs = Number.POSITIVE_INFINITY;
+  lastStartDateMs = Number.NEGATIVE_INFINITY;
   private waiters: { target: number; resolve: () => void }[] = [];
 
   constructor(readonly total: number) {
@@ -50,10 +53,12 @@ export class StartRecorder {
         continue;
       }
       this.distinct += 1;
+      const atDate = triples[k + 2]!;
       this.startMs[i] = at;
-      this.startDateMs[i] = triples[k + 2]!;
+      this.startDateMs[i] = atDate;
       if (at < this.firstStartMs) this.firstStartMs = at;
-      if (at > this.lastStartMs) this.lastStartMs = at;
+      if (atDate < this.firstStartDateMs) this.firstStartDateMs = atDate;
+      if (atDate > this.lastStartDateMs) this.lastStartDateMs = atDate;
     }
     this.waiters = this.waiters.filter((waiter) => {
       if (this.distinct < waiter.target) return true;

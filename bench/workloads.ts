@@ -360,22 +360,17 @@ export async function spikeRun(
     // whenever the host's clock is slewed or stepped.
     const lateness: number[] = [];
     let early = 0;
-    let first = Number.NaN;
-    let last = Number.NaN;
     for (let i = 0; i < n; i += 1) {
       const startedAt = recorder.startDateMs[i]!;
       if (startedAt < dueAtMs) early += 1;
-      if (Number.isNaN(startedAt)) continue;
-      lateness.push(startedAt - dueAtMs);
-      if (!(startedAt >= first)) first = startedAt;
-      if (!(startedAt <= last)) last = startedAt;
+      if (!Number.isNaN(startedAt)) lateness.push(startedAt - dueAtMs);
     }
     if (early > 0) fail(run, `${early} jobs started before their run time`);
     Object.assign(run.metrics, prefixed('lateness', distribution(lateness)), {
       early,
       started: recorder.distinct,
-      lastStartAfterDueMs: last - dueAtMs,
-      firstStartAfterDueMs: first - dueAtMs,
+      lastStartAfterDueMs: recorder.lastStartDateMs - dueAtMs,
+      firstStartAfterDueMs: recorder.firstStartDateMs - dueAtMs,
     });
     run.spikeHistogram = histogram(lateness, SPIKE_BINS.fromMs, SPIKE_BINS.toMs, SPIKE_BINS.bins);
   } catch (error) {
