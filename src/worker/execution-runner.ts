@@ -13,7 +13,6 @@ import { JobExecution, type JobExecutionHooks } from './job-execution.js';
 import type { HandlerOutcome } from './job-executor.js';
 import { invokeHandler, WorkerJobContext } from './job-executor.js';
 import type { AbortReason, JobHandler } from './job-handler.js';
-import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import type { OutcomeWriter } from './outcome-writer.js';
 import type { PartitionedCompleter } from './partitioned-completer.js';
@@ -45,7 +44,8 @@ export interface ExecutionRunnerDependencies {
  * job's run allocates no hook object or closures of its own (the drain's per-job garbage).
  */
 export class ExecutionRunner implements JobExecutionHooks {
-  private readonly executions = new Map<string, JobExecution>();
+  /** By lease: the renewer's held lease, one object per claim of a job (a re-claim is another). */
+  private readonly executions = new Map<JobLease, JobExecution>();
   /** Executions whose handler holds a slot (state running or handed_over). */
   private holdingSlots = 0;
   private handlersIdle: (() => void) | undefined;
@@ -57,14 +57,11 @@ export class ExecutionRunner implements JobExecutionHooks {
     return this.holdingSlots;
   }
 
-  /**
-   * Starts `job`'s handler under `lease` (`key` is its {@link LeaseRenewer.key}, when the caller
-   * has it); a job whose kind has no handler fails at once.
-   */
-  run(job: ClaimedJob, lease: JobLease, key: string = LeaseRenewer.key(lease)): void {
+  /** Starts `job`'s handler under `lease` (the renewer's held lease); a job whose kind has no handler fails at once. */
+  run(job: ClaimedJob, lease: JobLease): void {
     const { deps } = this;
-    const execution = new JobExecution(job, lease, deps.clock, this, key);
-    this.executions.set(execution.key, execution);
+    const execution = new JobExecution(job, lease, deps.clock, this);
+    this.executions.set(lease, execution);
     this.holdingSlots += 1;
     const handler = deps.handlers.get(job.kind);
     if (!handler) {
@@ -89,7 +86,7 @@ export class ExecutionRunner implements JobExecutionHooks {
 
   /** The job running (or finishing) here under `lease`, if any. */
   jobOf(lease: JobLease): ClaimedJob | undefined {
-    return this.executions.get(LeaseRenewer.key(lease))?.job;
+    return this.executions.get(lease)?.job;
   }
 
   /**
@@ -97,7 +94,7 @@ export class ExecutionRunner implements JobExecutionHooks {
    * a batch (it is then never written).
    */
   leaseLost(lease: JobLease): void {
-    const execution = this.executions.get(LeaseRenewer.key(lease));
+    const execution = this.executions.get(lease);
     if (!execution) return;
     if (execution.handlerRunning) this.cutOff(execution, 'lease_lost');
     else this.deps.completer.withdraw(lease);
@@ -169,8 +166,8 @@ export class ExecutionRunner implements JobExecutionHooks {
 
   /** {@link JobExecutionHooks.onFinished}: nothing more is written for `execution`; forget its lease. */
   onFinished(execution: JobExecution): void {
-    this.deps.renewer.remove(execution.lease, execution.key);
-    this.executions.delete(execution.key);
+    this.deps.renewer.remove(execution.lease);
+    this.executions.delete(execution.lease);
   }
 
   /** Cuts a running handler off and starts the write its cut-off calls for (none for a lost lease). */

@@ -23,7 +23,6 @@ import type { HandlerOutcome, InvocationListener } from './job-executor.js';
 import { InvocationAbort } from './job-executor.js';
 import type { AbortReason } from './job-handler.js';
 import { JobAbortError } from './job-handler.js';
-import { LeaseRenewer } from './lease-renewer.js';
 
 /** Where one execution stands; see the module comment for the diagram. */
 export type ExecutionState = 'running' | 'handed_over' | 'completing' | 'failing' | 'releasing' | 'finished';
@@ -76,8 +75,6 @@ export interface JobExecutionHooks {
  * (passing it on to its hooks), so a job's run needs no listener object or closure of its own.
  */
 export class JobExecution implements InvocationListener {
-  /** The lease key ({@link LeaseRenewer.key}): `<id>:<token>`. */
-  readonly key: string;
   /** The handler's cut-off switch. */
   readonly abort = new InvocationAbort();
   /** When the execution began, on the clock's monotonic scale. */
@@ -97,9 +94,7 @@ export class JobExecution implements InvocationListener {
     readonly lease: JobLease,
     private readonly clock: Clock,
     private readonly hooks: JobExecutionHooks,
-    key: string = LeaseRenewer.key(lease),
   ) {
-    this.key = key;
     this.startedAt = clock.monotonic();
   }
 

@@ -18,10 +18,30 @@ import type { JobLease, Store } from '../store/store.js';
 /** Why a lease was given up. */
 export type LeaseLossReason = 'heartbeat_refused' | 'lease_unconfirmed';
 
-interface HeldLease {
-  lease: JobLease;
-  /** Monotonic ms until which the database has confirmed the lease (request send time + leaseMs). */
-  confirmedUntil: number;
+/**
+ * A lease this worker holds, as its renewer keeps it: the claim's fencing triple (it is a
+ * {@link JobLease}) plus the renewer's bookkeeping. {@link LeaseRenewer.add} makes one per claimed
+ * job, and the worker passes it wherever that job's lease is needed, so adding, removing and
+ * asking after a lease are a flag and two links. A map keyed by `<id>:<token>` strings made a
+ * string and a hash per job and rebuilt its table as it churned; without it a worker's own CPU per
+ * job fell from 6.13 to 5.02 µs (bench/worker-bookkeeping.ts, 200,000 jobs, 12 of 12 rounds lower).
+ */
+export class HeldLease implements JobLease {
+  /** Whether its renewer still holds (and renews) it. */
+  held = true;
+  /** The renewer's list links, in the order leases were added. */
+  previous: HeldLease | undefined = undefined;
+  next: HeldLease | undefined = undefined;
+
+  constructor(
+    readonly id: string,
+    readonly token: number,
+    readonly leaseOwner: string | undefined,
+    /** Monotonic ms until which the database has confirmed the lease (request send time + leaseMs). */
+    public confirmedUntil: number,
+    /** The renewer that holds it. */
+    readonly renewer: LeaseRenewer,
+  ) {}
 }
 
 /** How the renewer reports what it learns. */
@@ -35,7 +55,10 @@ const HEARTBEAT_CHUNK = 1000;
 
 /** Batches heartbeats for all leases a worker holds. */
 export class LeaseRenewer {
-  private readonly held = new Map<string, HeldLease>();
+  /** The held leases, oldest first: a list through the leases themselves. */
+  private first: HeldLease | undefined;
+  private last: HeldLease | undefined;
+  private count = 0;
   private timer: ClockTimer | undefined;
   private inFlight: Promise<void> | undefined;
   private running = false;
@@ -48,11 +71,6 @@ export class LeaseRenewer {
     private readonly events: LeaseRenewerEvents,
     private readonly clock: Clock = systemClock,
   ) {}
-
-  /** The key for one claim of one job (a job re-claimed by this worker is a different lease). */
-  static key(lease: JobLease): string {
-    return `${lease.id}:${lease.token}`;
-  }
 
   /** Starts beating; leases can be added before or after. */
   start(): void {
@@ -75,31 +93,39 @@ export class LeaseRenewer {
       ]);
       this.clock.clearTimeout(bound);
     }
-    this.held.clear();
+    while (this.first) this.unlink(this.first);
   }
 
   /**
    * Starts renewing a lease the database confirmed at `confirmedAt` (the clock's monotonic ms when
-   * the claim was sent). `key` is {@link LeaseRenewer.key} of the lease, when the caller has it:
-   * the worker computes it once per claimed job instead of at every lookup on the hot path.
+   * the claim was sent) and returns it as held here: pass that {@link HeldLease} on as the job's
+   * lease, since {@link remove} and {@link holds} know a lease by it (a job claimed again by this
+   * worker is a different lease). `lease` may be the claimed job itself: only its id, token and
+   * owner are read.
    */
-  add(lease: JobLease, confirmedAt: number, key: string = LeaseRenewer.key(lease)): void {
-    this.held.set(key, { lease, confirmedUntil: confirmedAt + this.leaseMs });
+  add(lease: JobLease, confirmedAt: number): HeldLease {
+    const held = new HeldLease(lease.id, lease.token, lease.leaseOwner, confirmedAt + this.leaseMs, this);
+    held.previous = this.last;
+    if (this.last) this.last.next = held;
+    else this.first = held;
+    this.last = held;
+    this.count += 1;
+    return held;
   }
 
-  /** Stops renewing a lease (its job finished, failed or was released). */
-  remove(lease: JobLease, key: string = LeaseRenewer.key(lease)): void {
-    this.held.delete(key);
+  /** Stops renewing a lease (its job finished, failed or was released); a lease not held here is ignored. */
+  remove(lease: JobLease): void {
+    if (this.holds(lease)) this.unlink(lease as HeldLease);
   }
 
-  /** Whether the lease is still held and renewed. */
-  holds(lease: JobLease, key: string = LeaseRenewer.key(lease)): boolean {
-    return this.held.has(key);
+  /** Whether the lease is one this renewer added and still holds. */
+  holds(lease: JobLease): boolean {
+    return lease instanceof HeldLease && lease.renewer === this && lease.held;
   }
 
   /** How many leases are being renewed. */
   get size(): number {
-    return this.held.size;
+    return this.count;
   }
 
   /**
@@ -142,7 +168,7 @@ export class LeaseRenewer {
    */
   private untilNextExpiryMs(): number {
     let earliest = Number.POSITIVE_INFINITY;
-    for (const entry of this.held.values()) earliest = Math.min(earliest, entry.confirmedUntil);
+    for (let entry = this.first; entry; entry = entry.next) earliest = Math.min(earliest, entry.confirmedUntil);
     const untilMs = Math.ceil(earliest - this.clock.monotonic());
     return untilMs <= 0 ? this.intervalMs : Math.min(this.intervalMs, untilMs);
   }
@@ -150,19 +176,20 @@ export class LeaseRenewer {
   private async beat(): Promise<void> {
     let nextDelayMs = this.intervalMs;
     try {
-      if (this.held.size === 0) return;
+      if (this.count === 0) return;
       if (this.paused) {
         this.expireUnconfirmed();
         return;
       }
-      const entries = [...this.held.values()];
+      const entries: HeldLease[] = [];
+      for (let entry = this.first; entry; entry = entry.next) entries.push(entry);
       for (let i = 0; i < entries.length; i += HEARTBEAT_CHUNK) {
         const chunk = entries.slice(i, i + HEARTBEAT_CHUNK);
         const sentAt = this.clock.monotonic();
         let results: (Date | null)[];
         try {
           results = await this.store.jobHeartbeatMany({
-            leases: chunk.map((entry) => entry.lease),
+            leases: chunk,
             leaseMs: this.leaseMs,
           });
         } catch (error) {
@@ -187,27 +214,40 @@ export class LeaseRenewer {
   /** Applies heartbeat answers; `undefined` (its database did not answer) leaves the entry unconfirmed. */
   private apply(chunk: readonly HeldLease[], results: readonly (Date | null | undefined)[], sentAt: number): void {
     chunk.forEach((entry, index) => {
-      const key = LeaseRenewer.key(entry.lease);
       // The job may have finished while the heartbeat was in flight; it is no longer ours to judge.
-      if (this.held.get(key) !== entry) return;
+      if (!entry.held) return;
       const result = results[index];
       if (result === undefined) return;
       if (result) {
         entry.confirmedUntil = sentAt + this.leaseMs;
       } else {
-        this.held.delete(key);
-        this.events.onLost(entry.lease, 'heartbeat_refused');
+        this.unlink(entry);
+        this.events.onLost(entry, 'heartbeat_refused');
       }
     });
   }
 
   private expireUnconfirmed(): void {
     const now = this.clock.monotonic();
-    for (const [key, entry] of this.held) {
-      if (entry.confirmedUntil <= now) {
-        this.held.delete(key);
-        this.events.onLost(entry.lease, 'lease_unconfirmed');
-      }
+    // Found first, then reported: a report may end other leases, which must not cut the walk short.
+    const expired: HeldLease[] = [];
+    for (let entry = this.first; entry; entry = entry.next) if (entry.confirmedUntil <= now) expired.push(entry);
+    for (const entry of expired) {
+      if (!entry.held) continue;
+      this.unlink(entry);
+      this.events.onLost(entry, 'lease_unconfirmed');
     }
+  }
+
+  /** Takes a held lease off the list; it is no longer held. */
+  private unlink(entry: HeldLease): void {
+    if (entry.previous) entry.previous.next = entry.next;
+    else this.first = entry.next;
+    if (entry.next) entry.next.previous = entry.previous;
+    else this.last = entry.previous;
+    entry.previous = undefined;
+    entry.next = undefined;
+    entry.held = false;
+    this.count -= 1;
   }
 }

@@ -27,6 +27,14 @@ export interface OutcomeWriterDependencies {
   leaseMs: number;
 }
 
+/**
+ * The fencing triple of a lease, as the store's parameters: the worker's leases are the renewer's
+ * held leases, whose bookkeeping (list links to other leases) is no business of a store.
+ */
+function fencing(lease: JobLease): JobLease {
+  return { id: lease.id, token: lease.token, leaseOwner: lease.leaseOwner };
+}
+
 /** Writes fail, release and in-transaction completions for one worker. */
 export class OutcomeWriter {
   constructor(private readonly deps: OutcomeWriterDependencies) {}
@@ -46,7 +54,7 @@ export class OutcomeWriter {
       hints,
     });
     const outcome = await this.fencedWrite(lease, 'fail', execution, () =>
-      this.deps.store.jobFail({ ...lease, error, decision }),
+      this.deps.store.jobFail({ ...fencing(lease), error, decision }),
     );
     execution.finish();
     if (outcome === undefined) return;
@@ -61,7 +69,9 @@ export class OutcomeWriter {
 
   /** Gives a lease back (shutdown, a claim answered while stopping); finishes its execution if it has one. */
   async release(job: ClaimedJob, lease: JobLease, execution?: JobExecution): Promise<void> {
-    const outcome = await this.fencedWrite(lease, 'release', execution, () => this.deps.store.jobRelease(lease));
+    const outcome = await this.fencedWrite(lease, 'release', execution, () =>
+      this.deps.store.jobRelease(fencing(lease)),
+    );
     if (execution) execution.finish();
     else this.deps.renewer.remove(lease);
     if (outcome === 'released') this.deps.report.counters.released += 1;
@@ -87,7 +97,7 @@ export class OutcomeWriter {
     }
     const refusal = execution.transactionRefusal();
     if (refusal !== null) throw new StaleLeaseError(job.id, lease.token, `${refusal}; roll your transaction back`);
-    const outcome = await this.deps.store.jobComplete({ ...lease, transaction });
+    const outcome = await this.deps.store.jobComplete({ ...fencing(lease), transaction });
     if (outcome === 'stale') {
       this.deps.report.stale(job, 'complete');
       throw new StaleLeaseError(

@@ -8,6 +8,7 @@
  * buffered jobs waiting, leased and heartbeated, for as long as that stream lasts. In turn, a
  * partition's buffered job starts within one round of freed slots, however busy the others are.
  */
+import type { JobLease } from '../store/store.js';
 import { type BufferedJob, PrefetchBuffer } from './prefetch-buffer.js';
 
 /** A buffered job and the index of the partition it was claimed from. */
@@ -57,10 +58,10 @@ export class PartitionedBuffer {
     return undefined;
   }
 
-  /** Removes and returns the job whose lease has `key`, if it waits in any partition's buffer. */
-  take(key: string): BufferedJob | undefined {
+  /** Removes and returns the job held under `lease`, if it waits in any partition's buffer. */
+  take(lease: JobLease): BufferedJob | undefined {
     for (const buffer of this.buffers) {
-      const entry = buffer.take(key);
+      const entry = buffer.take(lease);
       if (entry) return entry;
     }
     return undefined;

@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../clock/clock.js';
 import type { JobLease, StorePartitions } from '../store/store.js';
-import { LeaseRenewer, type LeaseRenewerEvents } from './lease-renewer.js';
+import { HeldLease, LeaseRenewer, type LeaseRenewerEvents } from './lease-renewer.js';
 
 /** One lease renewer per partition, a lease routed to its job's partition. */
 export class PartitionedRenewer {
@@ -33,27 +33,23 @@ export class PartitionedRenewer {
     await Promise.all(this.renewers.map((renewer) => renewer.stop()));
   }
 
-  /** Starts renewing a lease on its job's partition (see {@link LeaseRenewer.add}). */
-  add(lease: JobLease, confirmedAt: number, key: string = LeaseRenewer.key(lease)): void {
-    this.of(lease).add(lease, confirmedAt, key);
+  /** Starts renewing a lease on its job's partition and returns it as held (see {@link LeaseRenewer.add}). */
+  add(lease: JobLease, confirmedAt: number): HeldLease {
+    return (this.renewers[this.partitions.partOfId(lease.id)] ?? this.renewers[0]!).add(lease, confirmedAt);
   }
 
-  /** Stops renewing a lease. */
-  remove(lease: JobLease, key: string = LeaseRenewer.key(lease)): void {
-    this.of(lease).remove(lease, key);
+  /** Stops renewing a lease {@link add} returned; any other is ignored. */
+  remove(lease: JobLease): void {
+    if (lease instanceof HeldLease) lease.renewer.remove(lease);
   }
 
-  /** Whether the lease is still held and renewed. */
-  holds(lease: JobLease, key: string = LeaseRenewer.key(lease)): boolean {
-    return this.of(lease).holds(lease, key);
+  /** Whether a lease {@link add} returned is still held and renewed. */
+  holds(lease: JobLease): boolean {
+    return lease instanceof HeldLease && lease.renewer.holds(lease);
   }
 
   /** Fault injection for tests: pauses (or resumes) every partition's heartbeats. */
   setPaused(paused: boolean): void {
     for (const renewer of this.renewers) renewer.setPaused(paused);
-  }
-
-  private of(lease: JobLease): LeaseRenewer {
-    return this.renewers[this.partitions.partOfId(lease.id)] ?? this.renewers[0]!;
   }
 }

@@ -5,13 +5,12 @@
  */
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
-import type { LeaseRenewer } from './lease-renewer.js';
+import type { HeldLease } from './lease-renewer.js';
 
-/** One prefetched job, its lease and the lease's key ({@link LeaseRenewer.key}, computed once at claim). */
+/** One prefetched job and its lease as the worker's renewer holds it. */
 export interface BufferedJob {
   job: ClaimedJob;
-  lease: JobLease;
-  key: string;
+  lease: HeldLease;
 }
 
 /** The order claims hand jobs out in: priority, then run time, then id. */
@@ -51,9 +50,9 @@ export class PrefetchBuffer {
     return this.entries.shift();
   }
 
-  /** Removes and returns the job whose lease has `key` (`<id>:<token>`), if it waits here. */
-  take(key: string): BufferedJob | undefined {
-    const index = this.entries.findIndex((entry) => entry.key === key);
+  /** Removes and returns the job held under `lease` (the renewer's own object), if it waits here. */
+  take(lease: JobLease): BufferedJob | undefined {
+    const index = this.entries.findIndex((entry) => entry.lease === lease);
     return index >= 0 ? this.entries.splice(index, 1)[0] : undefined;
   }
 

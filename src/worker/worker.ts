@@ -3,7 +3,7 @@
  *
  * Overview. A {@link JobClaimer} leases due jobs into free slots (and, with `prefetch`, into a local
  * buffer of leased jobs that start as slots free, without a round trip); each job's handler runs with an
- * AbortSignal while the {@link LeaseRenewer} heartbeats every lease this worker holds in one batch (per partition);
+ * AbortSignal while the `LeaseRenewer` heartbeats every lease this worker holds in one batch (per partition);
  * a return is completed through the {@link JobCompleter} (batched, each fenced by its own token),
  * a throw is recorded with `jobFail` and a decision from `decideAfterFailure`. Each job's run is a
  * JobExecution, whose one state says which of these is under way; the {@link ExecutionRunner}
@@ -53,7 +53,6 @@ import { ExecutionRunner } from './execution-runner.js';
 import { JobClaimer } from './job-claimer.js';
 import type { JobHandler } from './job-handler.js';
 import type { LeaseLossReason } from './lease-renewer.js';
-import { LeaseRenewer } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
 import { OutcomeWriter } from './outcome-writer.js';
@@ -462,17 +461,16 @@ export class Worker {
     if (jobs.length < limit && this.claimers.length > 1) this.slotFreed();
     const batch: BufferedJob[] = [];
     for (const job of jobs) {
-      const lease: JobLease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
-      const key = LeaseRenewer.key(lease);
       this.report.counters.claimed += 1;
-      this.renewer.add(lease, sentAt, key);
+      // The held lease is the job's lease from here on: every write and check of it passes it.
+      const lease = this.renewer.add(job, sentAt);
       if (this.state !== 'running') {
         // A claim that was in flight when stop began: give the job straight back.
         this.track(this.outcomes.release(job, lease));
         continue;
       }
       if (this.deps.events.has('claimed')) this.deps.events.emit('claimed', { job, workerId: this.id });
-      batch.push({ job, lease, key });
+      batch.push({ job, lease });
     }
     this.buffer.addBatch(part, batch);
     this.startBuffered();
@@ -488,9 +486,9 @@ export class Worker {
         const next = this.buffer.next();
         if (!next) break;
         const { entry, part } = next;
-        if (!this.renewer.holds(entry.lease, entry.key)) continue;
+        if (!this.renewer.holds(entry.lease)) continue;
         this.runningByPart[part] = (this.runningByPart[part] ?? 0) + 1;
-        this.runner.run(entry.job, entry.lease, entry.key);
+        this.runner.run(entry.job, entry.lease);
       }
     } finally {
       this.startingBuffered = false;
@@ -500,7 +498,7 @@ export class Worker {
   private onLeaseLost(lease: JobLease, reason: LeaseLossReason): void {
     // Counted and logged before the handler is cut off. A prefetched job that lost its lease
     // (cancelled, or heartbeats could not reach the database) never starts here.
-    const job = this.runner.jobOf(lease) ?? this.buffer.take(LeaseRenewer.key(lease))?.job;
+    const job = this.runner.jobOf(lease) ?? this.buffer.take(lease)?.job;
     this.report.leaseLost(job, reason);
     this.runner.leaseLost(lease);
   }

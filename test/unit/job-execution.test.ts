@@ -42,21 +42,22 @@ function setUp(overrides: Partial<ClaimedJob> = {}) {
   const clock = new ManualClock(1_000_000);
   const calls: string[] = [];
   const job = claimedJob(overrides);
-  const execution: JobExecution = new JobExecution(job, { id: job.id, token: job.token }, clock, {
+  const lease = { id: job.id, token: job.token };
+  const execution: JobExecution = new JobExecution(job, lease, clock, {
     onSlotFreed: () => calls.push(`slotFreed:${execution.state}`),
     onFinished: () => calls.push('finished'),
     onHandlerSettled: (_execution, outcome) => calls.push(`handlerSettled:${outcome.kind}`),
     onHandlerSettledLate: () => calls.push('handlerSettledLate'),
   });
-  return { clock, calls, execution };
+  return { clock, calls, execution, lease };
 }
 
 describe('JobExecution', () => {
-  it('starts running, holding a slot, keyed by its lease', () => {
-    const { execution, calls } = setUp();
+  it('starts running, holding a slot, under its lease', () => {
+    const { execution, calls, lease } = setUp();
     expect(execution.state).toBe('running');
     expect(execution.handlerRunning).toBe(true);
-    expect(execution.key).toBe('42:7');
+    expect(execution.lease).toBe(lease);
     expect(execution.abortReason).toBeNull();
     expect(calls).toEqual([]);
   });

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
 import type { JobLease, Store } from '../../src/store/store.js';
-import { type LeaseLossReason, LeaseRenewer } from '../../src/worker/lease-renewer.js';
+import { type HeldLease, type LeaseLossReason, LeaseRenewer } from '../../src/worker/lease-renewer.js';
 
 /** Lets promise callbacks run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -37,8 +37,7 @@ describe('LeaseRenewer', () => {
       { onLost: (lease, reason) => lost.push({ lease, reason, at: clock.monotonic() }), onError: () => {} },
       clock,
     );
-    const lease = { id: '1', token: 1 };
-    renewer.add(lease, clock.monotonic());
+    const lease = renewer.add({ id: '1', token: 1 }, clock.monotonic());
     renewer.start();
     // Two answered heartbeats (at 250 and 500): the last confirmation was sent at 500.
     for (let i = 0; i < 2; i += 1) {
@@ -109,5 +108,65 @@ describe('LeaseRenewer', () => {
     expect(state.calls).toBe(40);
     expect(lost).toEqual([]);
     await renewer.stop();
+  });
+
+  it("knows a lease by the held lease add() returned: an equal object, or another renewer's lease, is not held here", () => {
+    const { store } = heartbeatStore();
+    const events = { onLost: () => {}, onError: () => {} };
+    const renewer = new LeaseRenewer(store, 1000, 250, events, new ManualClock(0));
+    const other = new LeaseRenewer(store, 1000, 250, events, new ManualClock(0));
+    const claimed = { id: '7', token: 3, leaseOwner: 'w/a.1' };
+    const lease = renewer.add(claimed, 0);
+    expect(lease).toMatchObject(claimed);
+    expect(renewer.holds(lease)).toBe(true);
+    expect(renewer.holds(claimed)).toBe(false);
+    // The same job claimed again: another lease, held separately.
+    const again = renewer.add(claimed, 0);
+    expect(renewer.size).toBe(2);
+    const foreign = other.add(claimed, 0);
+    expect(renewer.holds(foreign)).toBe(false);
+    renewer.remove(foreign);
+    renewer.remove(claimed);
+    expect(renewer.size).toBe(2);
+    expect(other.holds(foreign)).toBe(true);
+    renewer.remove(lease);
+    renewer.remove(lease);
+    expect(renewer.holds(lease)).toBe(false);
+    expect(renewer.holds(again)).toBe(true);
+    expect(renewer.size).toBe(1);
+  });
+
+  it('reports each unconfirmed lease once, even when a report ends another lease the check had found', async () => {
+    const clock = new ManualClock(0);
+    const { store, state } = heartbeatStore();
+    const lost: string[] = [];
+    const leases: HeldLease[] = [];
+    const renewer: LeaseRenewer = new LeaseRenewer(
+      store,
+      1000,
+      250,
+      {
+        onLost: (lease) => {
+          lost.push(lease.id);
+          // The worker ends a lost job's lease; here the first loss also ends the second lease.
+          if (lease.id === '1') renewer.remove(leases[1]!);
+        },
+        onError: () => {},
+      },
+      clock,
+    );
+    leases.push(renewer.add({ id: '1', token: 1 }, 0), renewer.add({ id: '2', token: 1 }, 0));
+    const fresh = renewer.add({ id: '3', token: 1 }, 900);
+    state.hang = true;
+    renewer.start();
+    clock.advance(250); // the heartbeat goes out and never returns
+    await settle();
+    clock.advance(750); // 1 and 2 confirmed until 1000, 3 until 1900
+    await settle();
+    expect(lost).toEqual(['1']);
+    expect(renewer.holds(leases[1]!)).toBe(false);
+    expect(renewer.holds(fresh)).toBe(true);
+    expect(renewer.size).toBe(1);
+    await Promise.race([renewer.stop(), settle()]);
   });
 });
