@@ -8,6 +8,7 @@ import type { Clock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
 import type { DocketEvents } from './docket-events.js';
+import { IntrusiveList } from './intrusive-list.js';
 import type { CompletionResult } from './job-completer.js';
 import { JobExecution, type JobExecutionHooks } from './job-execution.js';
 import type { HandlerOutcome } from './job-executor.js';
@@ -44,8 +45,8 @@ export interface ExecutionRunnerDependencies {
  * job's run allocates no hook object or closures of its own (the drain's per-job garbage).
  */
 export class ExecutionRunner implements JobExecutionHooks {
-  /** By lease: the renewer's held lease, one object per claim of a job (a re-claim is another). */
-  private readonly executions = new Map<JobLease, JobExecution>();
+  /** Every execution not yet finished, oldest first (found by its lease only on rare paths). */
+  private readonly executions = new IntrusiveList<JobExecution>();
   /** Executions whose handler holds a slot (state running or handed_over). */
   private holdingSlots = 0;
   private handlersIdle: (() => void) | undefined;
@@ -61,7 +62,7 @@ export class ExecutionRunner implements JobExecutionHooks {
   run(job: ClaimedJob, lease: JobLease): void {
     const { deps } = this;
     const execution = new JobExecution(job, lease, deps.clock, this);
-    this.executions.set(lease, execution);
+    this.executions.append(execution);
     this.holdingSlots += 1;
     const handler = deps.handlers.get(job.kind);
     if (!handler) {
@@ -84,9 +85,9 @@ export class ExecutionRunner implements JobExecutionHooks {
     invokeHandler(handler, job, ctx, execution.abort, execution);
   }
 
-  /** The job running (or finishing) here under `lease`, if any. */
+  /** The job running (or finishing) here under `lease` (the held lease it was run under), if any. */
   jobOf(lease: JobLease): ClaimedJob | undefined {
-    return this.executions.get(lease)?.job;
+    return this.executionOf(lease)?.job;
   }
 
   /**
@@ -94,7 +95,7 @@ export class ExecutionRunner implements JobExecutionHooks {
    * a batch (it is then never written).
    */
   leaseLost(lease: JobLease): void {
-    const execution = this.executions.get(lease);
+    const execution = this.executionOf(lease);
     if (!execution) return;
     if (execution.handlerRunning) this.cutOff(execution, 'lease_lost');
     else this.deps.completer.withdraw(lease);
@@ -116,7 +117,7 @@ export class ExecutionRunner implements JobExecutionHooks {
 
   /** Cuts every running handler off for shutdown; their leases are released. */
   cutOffAll(): void {
-    for (const execution of [...this.executions.values()]) this.cutOff(execution, 'shutdown');
+    for (const execution of this.executions.toArray()) this.cutOff(execution, 'shutdown');
   }
 
   /**
@@ -167,7 +168,12 @@ export class ExecutionRunner implements JobExecutionHooks {
   /** {@link JobExecutionHooks.onFinished}: nothing more is written for `execution`; forget its lease. */
   onFinished(execution: JobExecution): void {
     this.deps.renewer.remove(execution.lease);
-    this.executions.delete(execution.lease);
+    this.executions.remove(execution);
+  }
+
+  /** The execution under `lease`: a walk, for the rare lost lease (a map per job cost every job). */
+  private executionOf(lease: JobLease): JobExecution | undefined {
+    return this.executions.find((execution) => execution.lease === lease);
   }
 
   /** Cuts a running handler off and starts the write its cut-off calls for (none for a lost lease). */

@@ -19,6 +19,7 @@
 import type { Clock, ClockTimer } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
+import type { ListLinks } from './intrusive-list.js';
 import type { HandlerOutcome, InvocationListener } from './job-executor.js';
 import { InvocationAbort } from './job-executor.js';
 import type { AbortReason } from './job-handler.js';
@@ -74,7 +75,7 @@ export interface JobExecutionHooks {
  * One claimed job running (or finishing) on this worker. It hears its own handler's invocation
  * (passing it on to its hooks), so a job's run needs no listener object or closure of its own.
  */
-export class JobExecution implements InvocationListener {
+export class JobExecution implements InvocationListener, ListLinks<JobExecution> {
   /** The handler's cut-off switch. */
   readonly abort = new InvocationAbort();
   /** When the execution began, on the clock's monotonic scale. */
@@ -88,6 +89,9 @@ export class JobExecution implements InvocationListener {
    */
   private leaseInTransaction = false;
   private timeoutTimer: ClockTimer | undefined;
+  /** Its worker's list of unfinished executions runs through these. */
+  previous: JobExecution | undefined = undefined;
+  next: JobExecution | undefined = undefined;
 
   constructor(
     readonly job: ClaimedJob,

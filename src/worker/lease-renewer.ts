@@ -14,6 +14,7 @@ import type { Clock, ClockTimer } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import { PartialBatchError } from '../job/errors.js';
 import type { JobLease, Store } from '../store/store.js';
+import { IntrusiveList, type ListLinks } from './intrusive-list.js';
 
 /** Why a lease was given up. */
 export type LeaseLossReason = 'heartbeat_refused' | 'lease_unconfirmed';
@@ -26,10 +27,10 @@ export type LeaseLossReason = 'heartbeat_refused' | 'lease_unconfirmed';
  * string and a hash per job and rebuilt its table as it churned; without it a worker's own CPU per
  * job fell from 6.13 to 5.02 µs (bench/worker-bookkeeping.ts, 200,000 jobs, 12 of 12 rounds lower).
  */
-export class HeldLease implements JobLease {
+export class HeldLease implements JobLease, ListLinks<HeldLease> {
   /** Whether its renewer still holds (and renews) it. */
   held = true;
-  /** The renewer's list links, in the order leases were added. */
+  /** The renewer's list of held leases runs through these. */
   previous: HeldLease | undefined = undefined;
   next: HeldLease | undefined = undefined;
 
@@ -55,10 +56,8 @@ const HEARTBEAT_CHUNK = 1000;
 
 /** Batches heartbeats for all leases a worker holds. */
 export class LeaseRenewer {
-  /** The held leases, oldest first: a list through the leases themselves. */
-  private first: HeldLease | undefined;
-  private last: HeldLease | undefined;
-  private count = 0;
+  /** The held leases, oldest first. */
+  private readonly held = new IntrusiveList<HeldLease>();
   private timer: ClockTimer | undefined;
   private inFlight: Promise<void> | undefined;
   private running = false;
@@ -93,7 +92,7 @@ export class LeaseRenewer {
       ]);
       this.clock.clearTimeout(bound);
     }
-    while (this.first) this.unlink(this.first);
+    for (let lease = this.held.first; lease; lease = this.held.first) this.unlink(lease);
   }
 
   /**
@@ -105,11 +104,7 @@ export class LeaseRenewer {
    */
   add(lease: JobLease, confirmedAt: number): HeldLease {
     const held = new HeldLease(lease.id, lease.token, lease.leaseOwner, confirmedAt + this.leaseMs, this);
-    held.previous = this.last;
-    if (this.last) this.last.next = held;
-    else this.first = held;
-    this.last = held;
-    this.count += 1;
+    this.held.append(held);
     return held;
   }
 
@@ -125,7 +120,7 @@ export class LeaseRenewer {
 
   /** How many leases are being renewed. */
   get size(): number {
-    return this.count;
+    return this.held.size;
   }
 
   /**
@@ -168,7 +163,7 @@ export class LeaseRenewer {
    */
   private untilNextExpiryMs(): number {
     let earliest = Number.POSITIVE_INFINITY;
-    for (let entry = this.first; entry; entry = entry.next) earliest = Math.min(earliest, entry.confirmedUntil);
+    for (let entry = this.held.first; entry; entry = entry.next) earliest = Math.min(earliest, entry.confirmedUntil);
     const untilMs = Math.ceil(earliest - this.clock.monotonic());
     return untilMs <= 0 ? this.intervalMs : Math.min(this.intervalMs, untilMs);
   }
@@ -176,13 +171,12 @@ export class LeaseRenewer {
   private async beat(): Promise<void> {
     let nextDelayMs = this.intervalMs;
     try {
-      if (this.count === 0) return;
+      if (this.held.size === 0) return;
       if (this.paused) {
         this.expireUnconfirmed();
         return;
       }
-      const entries: HeldLease[] = [];
-      for (let entry = this.first; entry; entry = entry.next) entries.push(entry);
+      const entries = this.held.toArray();
       for (let i = 0; i < entries.length; i += HEARTBEAT_CHUNK) {
         const chunk = entries.slice(i, i + HEARTBEAT_CHUNK);
         const sentAt = this.clock.monotonic();
@@ -229,10 +223,9 @@ export class LeaseRenewer {
 
   private expireUnconfirmed(): void {
     const now = this.clock.monotonic();
-    // Found first, then reported: a report may end other leases, which must not cut the walk short.
-    const expired: HeldLease[] = [];
-    for (let entry = this.first; entry; entry = entry.next) if (entry.confirmedUntil <= now) expired.push(entry);
-    for (const entry of expired) {
+    // Over a copy: a report may end other leases, which must neither cut the walk short nor be reported.
+    for (const entry of this.held.toArray()) {
+      if (entry.confirmedUntil > now) continue;
       if (!entry.held) continue;
       this.unlink(entry);
       this.events.onLost(entry, 'lease_unconfirmed');
@@ -241,13 +234,7 @@ export class LeaseRenewer {
 
   /** Takes a held lease off the list; it is no longer held. */
   private unlink(entry: HeldLease): void {
-    if (entry.previous) entry.previous.next = entry.next;
-    else this.first = entry.next;
-    if (entry.next) entry.next.previous = entry.previous;
-    else this.last = entry.previous;
-    entry.previous = undefined;
-    entry.next = undefined;
+    this.held.remove(entry);
     entry.held = false;
-    this.count -= 1;
   }
 }
