@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { ClaimedJob } from '../src/job/job.js';
 import type { JobClaimParams } from '../src/store/store.js';
-import { importDocket, THIS_CHECKOUT } from './checkouts.js';
+import { handledCountdown, importDocket, THIS_CHECKOUT } from './checkouts.js';
 import { median } from './stats.js';
 
 const KIND = 'bench.noop';
@@ -79,15 +79,8 @@ async function drain(dir: string, schema: string): Promise<RoundResult> {
       const size = Math.min(1000, jobs - i);
       await docket.submitMany(Array.from({ length: size }, (_, k) => ({ kind: KIND, payload: { i: i + k } })));
     }
-    let handled = 0;
-    let allHandled: () => void = () => {};
-    const done = new Promise<void>((resolveDone) => {
-      allHandled = resolveDone;
-    });
-    docket.handle(KIND, async () => {
-      handled += 1;
-      if (handled === jobs) allHandled();
-    });
+    const { handled, done } = handledCountdown(jobs);
+    docket.handle(KIND, async () => handled());
     // Time the store's claims: how many, how large, how many at once, and when any was in flight.
     const store = docket.store;
     const claim = store.jobClaim.bind(store);

@@ -15,7 +15,6 @@
  * Printed: each round, the medians and the median of the per-round ratios this ÷ baseline (each
  * round runs both trees back to back, so a slow spell of the machine weighs on both).
  */
-import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +27,7 @@ import type {
   JobCompleteManyParams,
   JobHeartbeatManyParams,
 } from '../src/store/store.js';
-import { importDocket, THIS_CHECKOUT } from './checkouts.js';
+import { handledCountdown, importDocket, runCheckoutChild, THIS_CHECKOUT } from './checkouts.js';
 import { median } from './stats.js';
 
 const CHILD = 'child';
@@ -79,24 +78,12 @@ function runParent(): void {
   for (let round = 1; round <= Number(values.rounds); round += 1) {
     const got: Record<string, ChildResult> = {};
     for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
-      const run = spawnSync(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          fileURLToPath(import.meta.url),
-          CHILD,
-          tree.dir,
-          values.jobs,
-          values.concurrency,
-          values.prefetch,
-        ],
-        { cwd: tree.dir, encoding: 'utf8' },
+      const result = runCheckoutChild<ChildResult>(
+        fileURLToPath(import.meta.url),
+        [CHILD, tree.dir, values.jobs, values.concurrency, values.prefetch],
+        tree.dir,
+        `${tree.name} round ${round}`,
       );
-      const line = run.stdout.trim().split('\n').at(-1) ?? '';
-      if (run.status !== 0 || !line.startsWith('{'))
-        throw new Error(`${tree.name} round ${round} failed:\n${run.stderr}`);
-      const result = JSON.parse(line) as ChildResult;
       got[tree.name] = result;
       cpu[tree.name]?.push(result.cpuMs);
       gc[tree.name]?.push(result.gcMs);
@@ -173,15 +160,8 @@ async function runChild(dir: string, jobs: number, concurrency: number, prefetch
     await answerSoon();
     return params.leases.map(() => new Date(Date.now() + LEASE_MS));
   };
-  let handled = 0;
-  let allHandled: () => void = () => {};
-  const done = new Promise<void>((resolveDone) => {
-    allHandled = resolveDone;
-  });
-  docket.handle(KIND, async () => {
-    handled += 1;
-    if (handled === jobs) allHandled();
-  });
+  const { handled, done } = handledCountdown(jobs);
+  docket.handle(KIND, async () => handled());
   let gcMs = 0;
   const gcObserver = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) gcMs += entry.duration;

@@ -32,7 +32,6 @@
  * generation collections fell, and with them how many claimed jobs each one copied
  * (docs/benchmarks.md, "A/A runs").
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -40,7 +39,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { importDocket, THIS_CHECKOUT } from './checkouts.js';
+import { handledCountdown, importDocket, runCheckoutChild, THIS_CHECKOUT } from './checkouts.js';
 import { databaseUrl, dropDatabase, recreateDatabase, scratchName } from './pg-admin.js';
 import { median } from './stats.js';
 
@@ -110,12 +109,16 @@ async function runParent(): Promise<void> {
   for (let round = 1; round <= Number(values.rounds); round += 1) {
     for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
       const schema = `cpu_${tree.name}_${process.pid}`;
-      const run = spawnSync(
-        process.execPath,
+      const result = runCheckoutChild<{
+        cpuMs: number;
+        wallMs: number;
+        gcMs: number;
+        dbCpuMs: number | null;
+        submitPerSec: number;
+        heapMiB: number | null;
+      }>(
+        fileURLToPath(import.meta.url),
         [
-          '--import',
-          'tsx',
-          fileURLToPath(import.meta.url),
           CHILD,
           tree.dir,
           schema,
@@ -125,19 +128,9 @@ async function runParent(): Promise<void> {
           values.concurrency,
           tree.name === 'this' ? fillfactor : 'none',
         ],
-        { cwd: tree.dir === RAW_SQL ? THIS_CHECKOUT : tree.dir, encoding: 'utf8' },
+        tree.dir === RAW_SQL ? THIS_CHECKOUT : tree.dir,
+        `${tree.name} round ${round}`,
       );
-      const line = run.stdout.trim().split('\n').at(-1) ?? '';
-      if (run.status !== 0 || !line.startsWith('{'))
-        throw new Error(`${tree.name} round ${round} failed:\n${run.stderr}`);
-      const result = JSON.parse(line) as {
-        cpuMs: number;
-        wallMs: number;
-        gcMs: number;
-        dbCpuMs: number | null;
-        submitPerSec: number;
-        heapMiB: number | null;
-      };
       cpu[tree.name]?.push(result.cpuMs);
       wall[tree.name]?.push(result.wallMs);
       gc[tree.name]?.push(result.gcMs);
@@ -216,15 +209,7 @@ async function runChild(
       await docket.submitMany(Array.from({ length: size }, (_, k) => ({ kind: KIND, payload: { i: i + k } })));
     }
     const submitPerSec = (jobs * 1000) / (performance.now() - submitStartedAt);
-    let handled = 0;
-    let allHandled: () => void = () => {};
-    const done = new Promise<void>((resolveDone) => {
-      allHandled = resolveDone;
-    });
-    const onStart = () => {
-      handled += 1;
-      if (handled === jobs) allHandled();
-    };
+    const { handled: onStart, done } = handledCountdown(jobs);
     docket.handle(KIND, async () => onStart());
     // Collections are where a worker's per-job garbage costs it: summed from the gc entries.
     let gcMs = 0;

@@ -6,7 +6,7 @@
  * written.
  */
 import { ValidationError } from '../job/errors.js';
-import type { QueueStats } from './store.js';
+import type { JobLease, QueueStats } from './store.js';
 
 // The page, id, cursor and state rules live in the job layer, where the library, the HTTP API
 // and the CLI call the very same functions before a store is reached.
@@ -77,4 +77,13 @@ export function queueStatsOf(row: QueueCountsRow, paused: boolean): QueueStats {
   };
   if (paused) stats.paused = true;
   return stats;
+}
+
+/**
+ * A lease's fencing triple (id, token, owner) and nothing else, from a lease, a claimed job or
+ * a call's parameters: for a write's parameters and for batches, which must not carry along what
+ * the object also holds (a worker's held lease links to other leases; a job, its payload).
+ */
+export function leaseOf(lease: JobLease): JobLease {
+  return { id: lease.id, token: lease.token, leaseOwner: lease.leaseOwner };
 }

@@ -85,20 +85,21 @@ export class ExecutionRunner implements JobExecutionHooks {
     invokeHandler(handler, job, ctx, execution.abort, execution);
   }
 
-  /** The job running (or finishing) here under `lease` (the held lease it was run under), if any. */
-  jobOf(lease: JobLease): ClaimedJob | undefined {
-    return this.executionOf(lease)?.job;
+  /**
+   * The execution running (or finishing) here under `lease` (the held lease it was run under), if
+   * any: a walk, for the rare lost lease (a map per job cost every job; decision 0021).
+   */
+  executionOf(lease: JobLease): JobExecution | undefined {
+    return this.executions.find((execution) => execution.lease === lease);
   }
 
   /**
-   * The renewer lost `lease`: cuts its handler off, or withdraws its completion still waiting in
-   * a batch (it is then never written).
+   * The renewer lost the lease of `execution`: cuts its handler off, or withdraws its completion
+   * still waiting in a batch (it is then never written).
    */
-  leaseLost(lease: JobLease): void {
-    const execution = this.executionOf(lease);
-    if (!execution) return;
+  leaseLost(execution: JobExecution): void {
     if (execution.handlerRunning) this.cutOff(execution, 'lease_lost');
-    else this.deps.completer.withdraw(lease);
+    else this.deps.completer.withdraw(execution.lease);
   }
 
   /** Resolves once no handler runs, or after `graceMs`, whichever is first. */
@@ -169,11 +170,6 @@ export class ExecutionRunner implements JobExecutionHooks {
   onFinished(execution: JobExecution): void {
     this.deps.renewer.remove(execution.lease);
     this.executions.remove(execution);
-  }
-
-  /** The execution under `lease`: a walk, for the rare lost lease (a map per job cost every job). */
-  private executionOf(lease: JobLease): JobExecution | undefined {
-    return this.executions.find((execution) => execution.lease === lease);
   }
 
   /** Cuts a running handler off and starts the write its cut-off calls for (none for a lost lease). */

@@ -9,6 +9,7 @@ import { ConfigurationError } from '../job/errors.js';
 import type { AttemptError, ClaimedJob } from '../job/job.js';
 import { decideAfterFailure, type RetryHints } from '../retry/backoff.js';
 import type { JobLease, Store } from '../store/store.js';
+import { leaseOf } from '../store/store-params.js';
 import { writeWhileHeld } from './fenced-write.js';
 import type { JobExecution } from './job-execution.js';
 import { StaleLeaseError } from './job-handler.js';
@@ -25,14 +26,6 @@ export interface OutcomeWriterDependencies {
   random: () => number;
   logger: Logger;
   leaseMs: number;
-}
-
-/**
- * The fencing triple of a lease, as the store's parameters: the worker's leases are the renewer's
- * held leases, whose bookkeeping (list links to other leases) is no business of a store.
- */
-function fencing(lease: JobLease): JobLease {
-  return { id: lease.id, token: lease.token, leaseOwner: lease.leaseOwner };
 }
 
 /** Writes fail, release and in-transaction completions for one worker. */
@@ -54,7 +47,7 @@ export class OutcomeWriter {
       hints,
     });
     const outcome = await this.fencedWrite(lease, 'fail', execution, () =>
-      this.deps.store.jobFail({ ...fencing(lease), error, decision }),
+      this.deps.store.jobFail({ ...leaseOf(lease), error, decision }),
     );
     execution.finish();
     if (outcome === undefined) return;
@@ -70,7 +63,7 @@ export class OutcomeWriter {
   /** Gives a lease back (shutdown, a claim answered while stopping); finishes its execution if it has one. */
   async release(job: ClaimedJob, lease: JobLease, execution?: JobExecution): Promise<void> {
     const outcome = await this.fencedWrite(lease, 'release', execution, () =>
-      this.deps.store.jobRelease(fencing(lease)),
+      this.deps.store.jobRelease(leaseOf(lease)),
     );
     if (execution) execution.finish();
     else this.deps.renewer.remove(lease);
@@ -97,7 +90,7 @@ export class OutcomeWriter {
     }
     const refusal = execution.transactionRefusal();
     if (refusal !== null) throw new StaleLeaseError(job.id, lease.token, `${refusal}; roll your transaction back`);
-    const outcome = await this.deps.store.jobComplete({ ...fencing(lease), transaction });
+    const outcome = await this.deps.store.jobComplete({ ...leaseOf(lease), transaction });
     if (outcome === 'stale') {
       this.deps.report.stale(job, 'complete');
       throw new StaleLeaseError(

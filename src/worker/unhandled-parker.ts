@@ -17,6 +17,7 @@ import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import { unhandledCounts } from '../routing/routing.js';
 import type { Store } from '../store/store.js';
+import { leaseOf } from '../store/store-params.js';
 import { PeriodicSweep } from './periodic-sweep.js';
 
 /** Settings and callbacks for an {@link UnhandledParker}. */
@@ -96,7 +97,7 @@ export class UnhandledParker extends PeriodicSweep {
       });
       const message = unhandledParkMessage(queue, kind, this.options.unhandledAfterMs);
       for (const job of claimed) {
-        const lease = { id: job.id, token: job.token, leaseOwner: job.leaseOwner };
+        const lease = leaseOf(job);
         if (job.runAt.getTime() > cutoff) {
           await this.store.jobRelease(lease);
           continue;

@@ -498,9 +498,10 @@ export class Worker {
   private onLeaseLost(lease: JobLease, reason: LeaseLossReason): void {
     // Counted and logged before the handler is cut off. A prefetched job that lost its lease
     // (cancelled, or heartbeats could not reach the database) never starts here.
-    const job = this.runner.jobOf(lease) ?? this.buffer.take(lease)?.job;
+    const execution = this.runner.executionOf(lease);
+    const job = execution?.job ?? this.buffer.take(lease)?.job;
     this.report.leaseLost(job, reason);
-    this.runner.leaseLost(lease);
+    if (execution) this.runner.leaseLost(execution);
   }
 
   private track(promise: Promise<void>): void {

@@ -81,7 +81,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, positiveMs, reserveIdCount } from '../store-params.js';
+import { claimLimit, leaseOf, positiveMs, reserveIdCount } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import {
   type ConnectionHealth,
@@ -405,7 +405,7 @@ export class PostgresStore implements Store {
     const [leaseUntil] = await this.queries.heartbeatMany(this.pool, {
       now: params.now,
       leaseMs: params.leaseMs,
-      leases: [{ id: params.id, token: params.token, leaseOwner: params.leaseOwner }],
+      leases: [leaseOf(params)],
     });
     return leaseUntil ?? null;
   }
@@ -422,7 +422,7 @@ export class PostgresStore implements Store {
    * transition answers `done`: their writes must commit with exactly one accepted completion.
    */
   async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
-    const leases = [{ id: params.id, token: params.token, leaseOwner: params.leaseOwner }];
+    const leases = [leaseOf(params)];
     if (params.transaction !== undefined) {
       const client = callerTransaction(params.transaction, 'jobComplete');
       const [outcome] = await this.queries.completeMany(client, { now: params.now, leases });

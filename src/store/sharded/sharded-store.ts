@@ -84,6 +84,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
+import { leaseOf } from '../store-params.js';
 import { DeferredShardStore } from './deferred-shard-store.js';
 import {
   assignShardNumber,
@@ -1010,11 +1011,7 @@ export class ShardedStore implements Store, ShardAdmin {
 
   /** Gives leases back; a failure leaves the lease to lapse (the job is due again after it). */
   private async releaseJobs(shard: Shard, jobs: readonly ClaimedJob[]): Promise<void> {
-    await Promise.all(
-      jobs.map((job) =>
-        shard.store.jobRelease({ id: job.id, token: job.token, leaseOwner: job.leaseOwner }).catch(() => undefined),
-      ),
-    );
+    await Promise.all(jobs.map((job) => shard.store.jobRelease(leaseOf(job)).catch(() => undefined)));
   }
 
   private unavailable(what: string): Error {
