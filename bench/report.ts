@@ -441,15 +441,29 @@ function streamSection(
   return out;
 }
 
+/** 2nd, 3rd, 4th …: the spike a worker meets after others. */
+function ordinal(n: number): string {
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  const suffix = teen ? 'th' : (({ 1: 'st', 2: 'nd', 3: 'rd' } as Record<number, string>)[n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
 function spikeSection(bench: BenchResults, outDir: string, charts: string[], targets: Target[]): string[] {
   const all = labels(bench, 'spike');
   if (all.length === 0) return [];
-  const p = paramSets(bench, 'spike', ['jobs', 'leadMs'])[0]!;
+  const p = paramSets(bench, 'spike', ['jobs', 'leadMs', 'spikes'])[0]!;
   const out = ['## 3. The spike', ''];
   out.push(
     `${p.jobs} jobs due at one instant ${p.leadMs} ms ahead (by the database clock, read just before inserting), inserted while one worker process idles. Lateness = handler start (its worker's \`Date.now()\`, whole ms) − due instant, ms. "early" counts starts whose \`Date.now()\` was below the due instant: the database and the workers share this host's clock (measured offset ${fmt(bench.machine.dbClockOffsetMs)} ms ± ${fmt(bench.machine.dbClockErrorBoundMs)} ms), so this is the database clock too. Medians over rounds; early is the total over rounds.`,
     '',
   );
+  // Runs from before repeated spikes have no `spikes` parameter: one spike per worker.
+  const spikes = Number(p.spikes ?? 1);
+  if (spikes > 1)
+    out.push(
+      `Each worker process takes ${spikes} spikes in a row, each due ${p.leadMs} ms after the one before finished. The lateness columns are the first spike's, met by a worker just started (its code not yet compiled by the JIT, as right after a deploy); the last two columns are the ${ordinal(spikes)} spike's, met by the same worker after ${spikes - 1} (as in production, where a worker has usually been running for a while). The target is judged on the first. Early starts are counted over all spikes.`,
+      '',
+    );
   const rows = all.map((label) => {
     const runs = runsOf(bench, 'spike', label, p);
     const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
@@ -459,10 +473,16 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
       show(cell(runs, 'latenessP99Ms')),
       show(cell(runs, 'latenessMaxMs')),
       show(cell(runs, 'lastStartAfterDueMs')),
+      ...(spikes > 1 ? [show(cell(runs, 'warmLatenessP99Ms')), show(cell(runs, 'warmLastStartAfterDueMs'))] : []),
       String(early),
     ];
   });
-  out.push(table(['system', 'lateness p50 ms', 'p99 ms', 'max ms', 'last start after due, ms', 'early'], rows), '');
+  const warmHeaders =
+    spikes > 1 ? [`${ordinal(spikes)} spike: p99 ms`, `${ordinal(spikes)} spike: last start, ms`] : [];
+  out.push(
+    table(['system', 'lateness p50 ms', 'p99 ms', 'max ms', 'last start after due, ms', ...warmHeaders, 'early'], rows),
+    '',
+  );
   const series = all
     .map((label) => ({
       label,
@@ -496,10 +516,14 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
     const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
     targets.push(
       check(
-        // Issue 17's bar (it was 500 ms before).
+        // Issue 17's bar (it was 500 ms before), judged on a worker's first spike.
         `Spike: last of ${p.jobs} starts within 250 ms`,
         Number.isFinite(last) ? last <= 250 : null,
-        `last start ${fmt(last)} ms after due (median)`,
+        `last start ${fmt(last)} ms after due (median)${
+          spikes > 1
+            ? `; ${fmt(cell(runs, 'warmLastStartAfterDueMs').value)} ms in the same worker's ${ordinal(spikes)} spike`
+            : ''
+        }`,
       ),
       check(
         'Spike: none early',

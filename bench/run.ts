@@ -144,6 +144,7 @@ const SIZES = smoke
       spikeJobs: 300,
       spikeLeadMs: 1_000,
       spikeCapMs: 10_000,
+      spikesPerWorker: 2,
       fillerJobs: 5_000,
       largeDrainJobs: 300,
       largeStreamRate: 200,
@@ -166,6 +167,8 @@ const SIZES = smoke
       spikeJobs: 10_000,
       spikeLeadMs: 3_000,
       spikeCapMs: 30_000,
+      // The first spike meets a worker just started, the last one a worker that has run two.
+      spikesPerWorker: 3,
       fillerJobs: 1_000_000,
       largeDrainJobs: 20_000,
       largeStreamRate: 1_000,
@@ -202,7 +205,7 @@ if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['s
 
 /**
  * `--docket-node 22|24|26`: the Node line Docket's PostgreSQL worker processes run on (docket and
- * docket-sharded), and `--baseline-node` the same for docket-baseline's, each installed like the
+ * docket-sharded, and the raw-SQL reference beside them), and `--baseline-node` the same for docket-baseline's, each installed like the
  * node-lines suites' binaries (scripts/node-binary.mjs), because users run the maintained lines,
  * not this machine's Node 20. With DOCKET_BASELINE set to this same checkout, `--docket-node 24`
  * alone puts one tree on two Node lines side by side. The SQLite systems stay on the harness's
@@ -219,7 +222,8 @@ function nodeBinaryFor(flag: string, text: string | undefined): string | undefin
 /** The Node binary a system's worker processes run on; undefined: the harness's own. */
 function nodePathOf(system: SystemName): string | undefined {
   if (isLatestSystem(system)) return latestNodePath();
-  if (system === 'docket' || system === 'docket-sharded') return docketNodePath;
+  // The raw-SQL reference is the limit Docket's drains are divided by: it runs on Docket's line.
+  if (system === 'docket' || system === 'docket-sharded' || system === 'raw-sql') return docketNodePath;
   if (system === 'docket-baseline') return baselineNodePath;
   return undefined;
 }
@@ -658,11 +662,12 @@ async function main(): Promise<void> {
       await alternate(
         contenders,
         'spike',
-        { jobs: SIZES.spikeJobs, leadMs: SIZES.spikeLeadMs, procs: 1 },
+        { jobs: SIZES.spikeJobs, leadMs: SIZES.spikeLeadMs, procs: 1, spikes: SIZES.spikesPerWorker },
         results,
         (c, round) =>
           spikeRun(c, SIZES.spikeJobs, SIZES.spikeLeadMs, 1, {
             round,
+            spikes: SIZES.spikesPerWorker,
             capMs: SIZES.spikeCapMs,
             databaseNow: () => databaseNow(databaseUrl('postgres')),
           }),

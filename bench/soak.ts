@@ -124,6 +124,11 @@ export interface SoakSample {
   autovacuums: number;
   /** Harness VACUUMs finished so far (--vacuum-seconds). */
   vacuums: number;
+  /**
+   * Taken after the offer ended, once the last jobs started: the soak's end state, from a window
+   * of a few claims with no load behind them. Shown, never judged.
+   */
+  afterOffer?: boolean;
 }
 
 /** A flatness verdict for one metric. */
@@ -290,7 +295,8 @@ export function rollingMedian(values: readonly number[], width: number): number[
 /** The flatness verdicts over the samples after the first prune cycle. */
 export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptions): Flatness[] {
   const firstPruneS = options.pruneIntervalMs / 1000;
-  const judged = samples.filter((s) => s.atS > firstPruneS + options.sampleSeconds);
+  // The sample after the offer ended is the end state, not the steady life being judged.
+  const judged = samples.filter((s) => !s.afterOffer && s.atS > firstPruneS + options.sampleSeconds);
   const period = `${judged.length} samples after the first prune cycle (${round(firstPruneS / 60)} min)`;
   if (judged.length < 2) {
     return ['claim p50', 'claim p99', 'worker RSS', 'table size'].map((metric) => ({
@@ -437,7 +443,7 @@ export async function runSoak(
     let lastStarted = 0;
     let nextSampleAt = t0 + options.sampleSeconds * 1000;
 
-    const takeSample = async () => {
+    const takeSample = async (afterOffer = false) => {
       const now = hostNowMs();
       const seconds = (now - lastSampleAt) / 1000;
       const [fromWorker, table] = await Promise.all([worker.sample(), tableStats(stats)]);
@@ -467,6 +473,7 @@ export async function runSoak(
         workerHeapMb: (fromWorker?.heapUsedBytes ?? Number.NaN) / MIB,
         vacuums,
         ...table,
+        ...(afterOffer ? { afterOffer } : {}),
       };
       samples.push(sample);
       windowCallMs = [];
@@ -475,7 +482,7 @@ export async function runSoak(
       lastSubmitted = submitted;
       lastStarted = started;
       log(
-        `soak ${fmtMin(sample.atS)}: submitted ${Math.round(sample.submittedPerSec)}/s, started ${Math.round(sample.startedPerSec)}/s, backlog ${sample.backlog}, claim p50 ${round(sample.claimP50Ms)} ms p99 ${round(sample.claimP99Ms)} ms, table ${round(sample.tableMb)} MiB (indexes ${round(sample.indexesMb)}), dead ${sample.deadTuples}, RSS ${round(sample.workerRssMb)} MiB, pruned ${sample.prunedRows}`,
+        `soak ${afterOffer ? 'end' : fmtMin(sample.atS)}: submitted ${Math.round(sample.submittedPerSec)}/s, started ${Math.round(sample.startedPerSec)}/s, backlog ${sample.backlog}, claim p50 ${round(sample.claimP50Ms)} ms p99 ${round(sample.claimP99Ms)} ms, table ${round(sample.tableMb)} MiB (indexes ${round(sample.indexesMb)}), dead ${sample.deadTuples}, RSS ${round(sample.workerRssMb)} MiB, pruned ${sample.prunedRows}`,
       );
     };
 
@@ -524,7 +531,7 @@ export async function runSoak(
     // The last jobs: every submitted one must start; then nothing may stay due.
     const tailDeadline = hostNowMs() + 120_000;
     while (started < submitted && hostNowMs() < tailDeadline) await sleep(50);
-    await takeSample();
+    await takeSample(true);
     if (started < submitted)
       problems.push(`${submitted - started} submitted jobs never started within 120 s of the last submit`);
     if (worker.failure) problems.push(`worker: ${worker.failure}`);
@@ -596,7 +603,7 @@ export function soakMarkdown(result: SoakResult): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.samples.map(
       (s) =>
-        `| ${fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} |`,
+        `| ${s.afterOffer ? `end (${fmtMin(s.atS)})` : fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} |`,
     ),
     '',
     `Prunes: ${result.prunes.length === 0 ? 'none ran' : result.prunes.map((p) => `${fmtMin(p.atS)} deleted ${fmt(p.deleted)} in ${fmt(p.ms)} ms`).join('; ')}.`,

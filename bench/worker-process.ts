@@ -26,9 +26,6 @@ export class StartRecorder {
   strays = 0;
   /** The earliest start on the cross-process clock: where a drain's time begins. */
   firstStartMs = Number.POSITIVE_INFINITY;
-  /** The earliest and latest start by `Date.now()`, the database's clock: the spike's first and last lateness. */
-  firstStartDateMs = Number.POSITIVE_INFINITY;
-  lastStartDateMs = Number.NEGATIVE_INFINITY;
   private waiters: { target: number; resolve: () => void }[] = [];
 
   constructor(readonly total: number) {
@@ -57,8 +54,6 @@ export class StartRecorder {
       this.startMs[i] = at;
       this.startDateMs[i] = atDate;
       if (at < this.firstStartMs) this.firstStartMs = at;
-      if (atDate < this.firstStartDateMs) this.firstStartDateMs = atDate;
-      if (atDate > this.lastStartDateMs) this.lastStartDateMs = atDate;
     }
     this.waiters = this.waiters.filter((waiter) => {
       if (this.distinct < waiter.target) return true;

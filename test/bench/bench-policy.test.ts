@@ -1,7 +1,8 @@
 /**
  * The benchmark's pure parts that decide what a report says: the soak's flag parsing, flatness and
  * backlog verdicts, the description of a latest peer rebuilt for the harness's concurrency, and
- * the Node line flags (--docket-node, --baseline-node).
+ * the Node line flags (--docket-node, --baseline-node), and one spike's lateness among a worker's
+ * several.
  */
 import { describe, expect, it } from 'vitest';
 import { pinnedNodeMajor } from '../../bench/peers-latest/latest.js';
@@ -15,6 +16,7 @@ import {
   type SoakResult,
   type SoakSample,
 } from '../../bench/soak.js';
+import { spikeLateness } from '../../bench/workloads.js';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS } from '../../src/docket.js';
 
 function sample(atS: number, overrides: Partial<SoakSample> = {}): SoakSample {
@@ -119,6 +121,19 @@ describe('soak flatness', () => {
     expect(judgeFlatness(rise, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(false);
   });
 
+  it('leaves the end-state sample, taken after the offer ended, out of the verdicts', () => {
+    // The last jobs' starts with no load behind them: a few claims, one of them slow, and the
+    // table as the soak left it.
+    const end = sample(times.at(-1)! + 1, { claimP50Ms: 7.5, claimP99Ms: 7.5, workerRssMb: 300, afterOffer: true });
+    const verdicts = judgeFlatness([...times.map((t) => sample(t)), end], SHORT);
+    expect(verdicts.map((v) => [v.metric, v.flat])).toEqual([
+      ['claim p50', true],
+      ['claim p99', true],
+      ['worker RSS', true],
+      ['table size', true],
+    ]);
+  });
+
   it('reads a slow window at the start of the judged period as noise too', () => {
     // The first sample after the first prune cycle (60 s + one 30 s sample) is slow; a rolling
     // window cut short there would be that sample alone.
@@ -197,5 +212,35 @@ describe('the Node line flags', () => {
       expect(() => pinnedNodeMajor('docket-node', text)).toThrow(
         `--docket-node must be one of the pinned Node lines 22, 24, 26, got ${JSON.stringify(text)}`,
       );
+  });
+});
+
+describe('spike lateness', () => {
+  // Two spikes of three jobs in one recorder: indices 0-2 due at 1,000, 3-5 due at 5,000.
+  const starts = Float64Array.from([1_004, 999, 1_020, 5_002, 5_001, Number.NaN]);
+
+  it('reads only its own spike’s indices, against its own due instant', () => {
+    expect(spikeLateness(starts, 0, 3, 1_000)).toEqual({
+      lateness: [4, -1, 20],
+      early: 1,
+      firstStartAfterDueMs: -1,
+      lastStartAfterDueMs: 20,
+    });
+  });
+
+  it('leaves jobs that never started out of the lateness and the extremes', () => {
+    expect(spikeLateness(starts, 3, 6, 5_000)).toEqual({
+      lateness: [2, 1],
+      early: 0,
+      firstStartAfterDueMs: 1,
+      lastStartAfterDueMs: 2,
+    });
+  });
+
+  it('has no extremes when nothing started', () => {
+    const none = spikeLateness(Float64Array.from([Number.NaN]), 0, 1, 0);
+    expect(none.lateness).toEqual([]);
+    expect(none.firstStartAfterDueMs).toBeNaN();
+    expect(none.lastStartAfterDueMs).toBeNaN();
   });
 });

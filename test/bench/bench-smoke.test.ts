@@ -40,6 +40,24 @@ describe('benchmark harness (smoke mode)', () => {
     expect(existsSync(join(outDir, 'results.json'))).toBe(true);
     // The raw-SQL reference drains beside Docket whenever the limit runs.
     expect(report).toMatch(/raw-sql/);
+    // Every system's worker takes two spikes in a row; both are measured.
+    const { runs } = JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as {
+      runs: {
+        workload: string;
+        label: string;
+        status: string;
+        params: { spikes?: number };
+        metrics: Record<string, number>;
+      }[];
+    };
+    const spikes = runs.filter((run) => run.workload === 'spike' && run.status === 'ok');
+    expect(spikes.map((run) => run.label)).toContain('docket (default)');
+    for (const run of spikes) {
+      expect(run.params.spikes).toBe(2);
+      expect(run.metrics.lastStartAfterDueMs).toBeGreaterThanOrEqual(0);
+      expect(run.metrics.warmLastStartAfterDueMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(report).toMatch(/2nd spike: last start, ms/);
   }, 240_000);
 
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
