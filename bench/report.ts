@@ -473,7 +473,7 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
       show(cell(runs, 'latenessP99Ms')),
       show(cell(runs, 'latenessMaxMs')),
       show(cell(runs, 'lastStartAfterDueMs')),
-      ...(spikes > 1 ? [show(cell(runs, 'warmLatenessP99Ms')), show(cell(runs, 'warmLastStartAfterDueMs'))] : []),
+      ...(spikes > 1 ? [show(cell(runs, 'warmLatenessP99Ms')), show(cell(runs, 'warmLatenessMaxMs'))] : []),
       String(early),
     ];
   });
@@ -521,7 +521,7 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
         Number.isFinite(last) ? last <= 250 : null,
         `last start ${fmt(last)} ms after due (median)${
           spikes > 1
-            ? `; ${fmt(cell(runs, 'warmLastStartAfterDueMs').value)} ms in the same worker's ${ordinal(spikes)} spike`
+            ? `; ${fmt(cell(runs, 'warmLatenessMaxMs').value)} ms in the same worker's ${ordinal(spikes)} spike`
             : ''
         }`,
       ),

@@ -205,10 +205,10 @@ if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['s
 
 /**
  * `--docket-node 22|24|26`: the Node line Docket's PostgreSQL worker processes run on (docket and
- * docket-sharded, and the raw-SQL reference beside them), and `--baseline-node` the same for docket-baseline's, each installed like the
- * node-lines suites' binaries (scripts/node-binary.mjs), because users run the maintained lines,
- * not this machine's Node 20. With DOCKET_BASELINE set to this same checkout, `--docket-node 24`
- * alone puts one tree on two Node lines side by side. The SQLite systems stay on the harness's
+ * docket-sharded, and the raw-SQL reference beside them), and `--baseline-node` the same for
+ * docket-baseline's, each installed like the node-lines suites' binaries (scripts/node-binary.mjs),
+ * because users run the maintained lines, not this machine's Node 20. With DOCKET_BASELINE set to
+ * this same checkout, `--docket-node 24` alone puts one tree on two Node lines side by side. The SQLite systems stay on the harness's
  * Node (better-sqlite3 here is built for its ABI), as do submits, which the harness makes. Each
  * configuration row of the report names the Node its worker processes reported.
  */

@@ -376,20 +376,19 @@ export async function spikeRun(
     if (early > 0) fail(run, `${early} jobs started before their run time`);
     const first = outcomes[0];
     if (first) {
-      Object.assign(run.metrics, prefixed('lateness', distribution(first.lateness)), {
+      const d = distribution(first.lateness);
+      Object.assign(run.metrics, prefixed('lateness', d), {
         early,
-        started: first.lateness.length,
-        lastStartAfterDueMs: first.lastStartAfterDueMs,
-        firstStartAfterDueMs: first.firstStartAfterDueMs,
+        started: d.count,
+        lastStartAfterDueMs: d.max,
+        firstStartAfterDueMs: d.min,
       });
       run.spikeHistogram = histogram(first.lateness, SPIKE_BINS.fromMs, SPIKE_BINS.toMs, SPIKE_BINS.bins);
     }
+    // The last spike's `warmLatenessMaxMs` is its last start after the instant.
     const last = outcomes.at(-1);
-    if (spikes > 1 && last && outcomes.length === spikes) {
-      Object.assign(run.metrics, prefixed('warmLateness', distribution(last.lateness)), {
-        warmLastStartAfterDueMs: last.lastStartAfterDueMs,
-      });
-    }
+    if (spikes > 1 && last && outcomes.length === spikes)
+      Object.assign(run.metrics, prefixed('warmLateness', distribution(last.lateness)));
   } catch (error) {
     fail(run, (error as Error).message, 'error');
   } finally {
@@ -402,12 +401,10 @@ export async function spikeRun(
 
 /** One spike's starts, against its due instant. */
 export interface SpikeLateness {
-  /** Start minus due instant, ms, per started job. */
+  /** Start minus due instant, ms, per started job (its min and max: the first and last start). */
   lateness: number[];
   /** Starts before the due instant. */
   early: number;
-  firstStartAfterDueMs: number;
-  lastStartAfterDueMs: number;
 }
 
 /**
@@ -420,22 +417,13 @@ export interface SpikeLateness {
 export function spikeLateness(startDateMs: Float64Array, from: number, to: number, dueAtMs: number): SpikeLateness {
   const lateness: number[] = [];
   let early = 0;
-  let first = Number.POSITIVE_INFINITY;
-  let last = Number.NEGATIVE_INFINITY;
   for (let i = from; i < to; i += 1) {
     const startedAt = startDateMs[i]!;
     if (Number.isNaN(startedAt)) continue;
     if (startedAt < dueAtMs) early += 1;
     lateness.push(startedAt - dueAtMs);
-    first = Math.min(first, startedAt);
-    last = Math.max(last, startedAt);
   }
-  return {
-    lateness,
-    early,
-    firstStartAfterDueMs: lateness.length > 0 ? first - dueAtMs : Number.NaN,
-    lastStartAfterDueMs: lateness.length > 0 ? last - dueAtMs : Number.NaN,
-  };
+  return { lateness, early };
 }
 
 /** Submit: `n` jobs inserted `batchSize` at a time, one insert in flight, no workers. */
