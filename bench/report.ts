@@ -123,10 +123,12 @@ function paramSets(bench: BenchResults, workload: string, keys: string[]): Param
 
 /** The raw-SQL reference drain's label (bench/systems/raw-sql.ts). */
 const RAW_SQL = 'raw-sql';
+/** Docket tuned keeping no done records (`retentionMs: 0`): bench/systems/docket.ts. */
+const LEAN = 'docket-lean';
 
-/** Docket on PostgreSQL, in either configuration (not `docket-sqlite`). */
+/** Docket on PostgreSQL, in any configuration (not `docket-sqlite`). */
 function isDocket(label: string): boolean {
-  return label === 'docket' || label.startsWith('docket (');
+  return label === 'docket' || label === LEAN || label.startsWith('docket (');
 }
 
 /**
@@ -298,6 +300,14 @@ function backlogSection(bench: BenchResults, targets: Target[]): string[] {
       .filter(([, , divisor]) => sets.some((p) => Number.isFinite(rate(divisor, p).value))),
     [`docket (tuned) ÷ ${RAW_SQL}`, 'docket (tuned)', RAW_SQL, true],
     [`docket (default) ÷ ${RAW_SQL}`, 'docket (default)', RAW_SQL, true],
+    // retentionMs 0 (decision 0022): rows only when docket-lean ran.
+    ...(
+      [
+        [`${LEAN} ÷ docket (tuned)`, LEAN, 'docket (tuned)', true],
+        [`${LEAN} ÷ graphile-worker (tuned)`, LEAN, 'graphile-worker (tuned)', false],
+        [`${LEAN} ÷ graphile-worker-latest (tuned)`, LEAN, 'graphile-worker-latest (tuned)', false],
+      ] as [string, string, string, boolean][]
+    ).filter(([, a, b]) => sets.some((p) => Number.isFinite(rate(a, p).value) && Number.isFinite(rate(b, p).value))),
   ];
   out.push(
     table(
@@ -351,6 +361,16 @@ function backlogSection(bench: BenchResults, targets: Target[]): string[] {
           `${shown(t)} vs ${shown(gwt)} = ${bounded(t, gwt, false)}`,
         ),
       );
+    if (names.includes(LEAN) && names.includes('graphile-worker (tuned)')) {
+      const lean = rate(LEAN, p);
+      targets.push(
+        check(
+          `Tuned drain keeping no done records (retentionMs 0, as graphile-worker keeps none) ≥ ${factor}× graphile-worker tuned (${where})`,
+          atLeast(lean, gwt, factor),
+          `${shown(lean)} vs ${shown(gwt)} = ${bounded(lean, gwt, false)}`,
+        ),
+      );
+    }
     if (names.includes(RAW_SQL))
       targets.push(
         check(

@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: Docket against graphile-worker, pg-boss and BullMQ on this machine's PostgreSQL
- * and Redis (loopback only), alternating the systems over several rounds, bounded in time.
+ * and Redis (loopback only), alternating the systems over several rounds, bounded in time. Docket
+ * runs default, tuned, and tuned keeping no done records (`docket-lean`: retentionMs 0, the way
+ * graphile-worker keeps none).
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
@@ -204,8 +206,8 @@ if (args['backlog-cap-seconds']) SIZES.backlogCapMs = secondsMs('backlog-cap-sec
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 
 /**
- * `--docket-node 22|24|26`: the Node line Docket's PostgreSQL worker processes run on (docket and
- * docket-sharded, and the raw-SQL reference beside them), and `--baseline-node` the same for
+ * `--docket-node 22|24|26`: the Node line Docket's PostgreSQL worker processes run on (docket,
+ * docket-lean and docket-sharded, and the raw-SQL reference beside them), and `--baseline-node` the same for
  * docket-baseline's, each installed like the node-lines suites' binaries (scripts/node-binary.mjs),
  * because users run the maintained lines, not this machine's Node 20. With DOCKET_BASELINE set to
  * this same checkout, `--docket-node 24` alone puts one tree on two Node lines side by side. The SQLite systems stay on the harness's
@@ -223,7 +225,8 @@ function nodeBinaryFor(flag: string, text: string | undefined): string | undefin
 function nodePathOf(system: SystemName): string | undefined {
   if (isLatestSystem(system)) return latestNodePath();
   // The raw-SQL reference is the limit Docket's drains are divided by: it runs on Docket's line.
-  if (system === 'docket' || system === 'docket-sharded' || system === 'raw-sql') return docketNodePath;
+  if (system === 'docket' || system === 'docket-lean' || system === 'docket-sharded' || system === 'raw-sql')
+    return docketNodePath;
   if (system === 'docket-baseline') return baselineNodePath;
   return undefined;
 }
@@ -569,7 +572,9 @@ async function main(): Promise<void> {
   const stale = await dropAllScratchDatabases();
   if (stale.length > 0) log(`dropped stale scratch databases: ${stale.join(', ')}`);
   const unavailable = new Map<string, string>();
-  const requested = args.systems ? (args.systems.split(',') as SystemName[]) : (['docket', ...PEERS] as SystemName[]);
+  const requested = args.systems
+    ? (args.systems.split(',') as SystemName[])
+    : (['docket', 'docket-lean', ...PEERS] as SystemName[]);
   // --peers-latest: each requested peer's latest release on Node 24 beside its repository release.
   if (args['peers-latest']) {
     for (const system of [...requested]) {

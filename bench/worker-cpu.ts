@@ -18,7 +18,9 @@
  * instead of a PostgreSQL schema. `--fillfactor N` (PostgreSQL, this tree only) sets the jobs
  * table's fillfactor after Docket migrated it and before the jobs are submitted, so `--baseline .`
  * compares a table layout on the same code; each round then also prints the submit rate and the
- * jobs table's heap size after the drain, which the layout trades against. The baseline is a
+ * jobs table's heap size after the drain, which the layout trades against. `--retention-ms N`
+ * (this tree only) opens this tree's Docket with that retention, so `--baseline . --retention-ms 0`
+ * compares completions that delete the row with completions that keep it (decision 0022). The baseline is a
  * checkout with node_modules (see
  * docs/benchmarks.md, "Before and after a change"), or `raw-sql`: the bench's raw-SQL reference
  * worker (bench/systems/raw-sql.ts: claims of 500, a fenced batch finish, nothing else) on the
@@ -58,6 +60,7 @@ if (process.argv[2] === CHILD) {
     process.argv[7] === 'sqlite' ? 'sqlite' : 'postgres',
     Number(process.argv[8] ?? 10),
     process.argv[9] ?? 'none',
+    process.argv[10] ?? 'none',
   );
 } else {
   await runParent();
@@ -73,6 +76,7 @@ async function runParent(): Promise<void> {
       store: { type: 'string', default: 'postgres' },
       concurrency: { type: 'string', default: '10' },
       fillfactor: { type: 'string' },
+      'retention-ms': { type: 'string' },
     },
   });
   if (values.store !== 'postgres' && values.store !== 'sqlite') {
@@ -89,6 +93,10 @@ async function runParent(): Promise<void> {
       throw new Error(`--fillfactor must be an integer from 10 to 100, got ${JSON.stringify(values.fillfactor)}`);
     }
     if (values.store !== 'postgres') throw new Error('--fillfactor applies to PostgreSQL only (--store postgres)');
+  }
+  const retentionMs = values['retention-ms'] ?? 'none';
+  if (retentionMs !== 'none' && !/^\d+$/.test(retentionMs)) {
+    throw new Error(`--retention-ms must be an integer of 0 or more, got ${JSON.stringify(retentionMs)}`);
   }
   if (!values.baseline) {
     throw new Error(`--baseline DIR (a checkout of Docket with node_modules) or --baseline ${RAW_SQL} is required`);
@@ -127,6 +135,7 @@ async function runParent(): Promise<void> {
           values.store,
           values.concurrency,
           tree.name === 'this' ? fillfactor : 'none',
+          tree.name === 'this' ? retentionMs : 'none',
         ],
         tree.dir === RAW_SQL ? THIS_CHECKOUT : tree.dir,
         `${tree.name} round ${round}`,
@@ -184,6 +193,7 @@ async function runChild(
   store: 'postgres' | 'sqlite',
   concurrency: number,
   fillfactor: string,
+  retentionMs: string,
 ): Promise<void> {
   // The raw-SQL reference's statements name Docket's default schema: it gets a database of its own.
   const rawDatabase = dir === RAW_SQL ? scratchName('cpu_raw') : undefined;
@@ -193,12 +203,13 @@ async function runChild(
   await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   const sqliteDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), `docket-${schema}-`)) : undefined;
   const Docket = await importDocket(rawDatabase ? THIS_CHECKOUT : dir);
+  const retention = retentionMs === 'none' ? {} : { retentionMs: Number(retentionMs) };
   const docket = await Docket.open(
     sqliteDir
-      ? { url: `sqlite:${join(sqliteDir, 'docket.db')}` }
+      ? { url: `sqlite:${join(sqliteDir, 'docket.db')}`, ...retention }
       : rawDatabase
         ? { url: databaseUrl(rawDatabase) }
-        : { url, schema },
+        : { url, schema, ...retention },
   );
   try {
     if (fillfactor !== 'none')

@@ -77,7 +77,11 @@ export interface DocketOptions extends OpenStoreOptions {
   random?: Random | undefined;
   /** Where Docket logs; silent by default. */
   logger?: Logger | undefined;
-  /** How long done and cancelled records are kept before pruning, ms; default 7 days. */
+  /**
+   * How long done and cancelled records are kept before pruning, ms; default 7 days. 0 keeps no
+   * done records: a worker deletes a job's row in the statement that completes it (as
+   * graphile-worker does), so `getJob` answers null once it is done; cancelled rows go at the next prune.
+   */
   retentionMs?: number | undefined;
   /** How often running workers' Docket prunes finished records, ms; default 10 minutes. */
   pruneIntervalMs?: number | undefined;
@@ -200,11 +204,17 @@ export class Docket {
         throw new ConfigurationError(`unknown Docket option ${key} (known: ${[...OPTION_NAMES].join(', ')})`);
       }
     }
-    for (const name of ['retentionMs', 'pruneIntervalMs', 'unhandledAfterMs'] as const) {
+    for (const name of ['pruneIntervalMs', 'unhandledAfterMs'] as const) {
       const value = options[name];
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
         throw new ConfigurationError(`Docket option ${name} must be a positive integer, got ${describe(value)}`);
       }
+    }
+    const retention = options.retentionMs;
+    if (retention !== undefined && (!Number.isInteger(retention) || retention < 0)) {
+      throw new ConfigurationError(
+        `Docket option retentionMs must be an integer of 0 or more (0: a job's row is deleted as it completes), got ${describe(retention)}`,
+      );
     }
     if (options.random !== undefined && typeof options.random !== 'function') {
       throw new ConfigurationError('Docket option random must be a function returning a number in [0, 1)');
@@ -313,6 +323,7 @@ export class Docket {
         logger: this.logger,
         random: this.random,
         unhandledAfterMs: this.unhandledAfterMs,
+        deleteDoneRecords: this.retentionMs === 0,
         onStart: (w) => this.workerStarted(w),
         onStop: (w) => this.workerStopped(w),
       },

@@ -147,7 +147,8 @@ type DocketOwnSettingKey = Exclude<keyof DocketOptions, keyof OpenStoreOptions |
 const DOCKET_SPECS = {
   retentionMs: {
     kind: 'integer',
-    description: 'how long done and cancelled records are kept before pruning, ms',
+    description:
+      'how long done and cancelled records are kept before pruning, ms (0: a job is deleted as it completes)',
     defaultText: `${DEFAULT_RETENTION_MS} (7 days)`,
   },
   pruneIntervalMs: {

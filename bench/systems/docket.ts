@@ -4,6 +4,10 @@
  * peers' published configurations): a local buffer of {@link TUNED_PREFETCH} prefetched jobs, so a
  * claim leases up to concurrency + prefetch rows in one round trip.
  *
+ * `docket-lean` is the tuned worker of a Docket opened with `retentionMs: 0`: a job's row is
+ * deleted in the statement that completes it instead of kept as a done record, which is what
+ * graphile-worker always does (decision 0022). One variant, `tuned`; its own database.
+ *
  * `docket-baseline` is the same driver on another checkout of Docket (the directory named by
  * DOCKET_BASELINE, with its own node_modules), so a change is measured against the code it
  * replaces side by side, in the same rounds, on the same loaded machine; `docket-sqlite-baseline`
@@ -62,18 +66,22 @@ function docketModule(
   loadDocket: () => Promise<DocketClass> = () => importDocket(THIS_CHECKOUT),
 ): SystemModule {
   const sqlite = name === 'docket-sqlite' || name === 'docket-sqlite-baseline';
+  const lean = name === 'docket-lean';
   async function open(config: SystemConfig): Promise<Docket> {
-    return (await loadDocket()).open({ url: config.databaseUrl, schema: SCHEMA });
+    return (await loadDocket()).open({ url: config.databaseUrl, schema: SCHEMA, ...(lean ? { retentionMs: 0 } : {}) });
   }
   return {
     name,
-    variants: ['default', 'tuned'],
+    variants: lean ? ['tuned'] : ['default', 'tuned'],
 
     describe(variant, concurrency) {
       const options =
         variant === 'tuned'
           ? `{ concurrency: ${concurrency}, prefetch: ${TUNED_PREFETCH} }`
           : `{ concurrency: ${concurrency} }`;
+      if (lean) {
+        return `Docket.open({ retentionMs: 0 }), docket.worker(${options}): a job's row is deleted as it completes (no done records, as graphile-worker keeps none); every other option default`;
+      }
       return `docket.worker(${options}); every other option default${sqlite ? ' (SQLite file, WAL)' : ''}`;
     },
 
@@ -154,6 +162,9 @@ function docketModule(
 
 /** Docket on PostgreSQL behind the bench interface. */
 export const docketSystem: SystemModule = docketModule('docket');
+
+/** Docket on PostgreSQL keeping no done records (`retentionMs: 0`), tuned. */
+export const docketLeanSystem: SystemModule = docketModule('docket-lean');
 
 /** Docket on an embedded SQLite file behind the bench interface. */
 export const docketSqliteSystem: SystemModule = docketModule('docket-sqlite');

@@ -14,6 +14,7 @@
 /** The systems the harness knows. */
 export const SYSTEM_NAMES = [
   'docket',
+  'docket-lean',
   'docket-sqlite',
   'docket-baseline',
   'docket-sqlite-baseline',
@@ -103,12 +104,14 @@ export interface SystemModule {
 export async function loadSystem(name: SystemName): Promise<SystemModule> {
   switch (name) {
     case 'docket':
+    case 'docket-lean':
     case 'docket-sqlite':
     case 'docket-baseline':
     case 'docket-sqlite-baseline': {
       const module = await import('./docket.js');
       if (name === 'docket-baseline') return module.docketBaselineSystem;
       if (name === 'docket-sqlite-baseline') return module.docketSqliteBaselineSystem;
+      if (name === 'docket-lean') return module.docketLeanSystem;
       return name === 'docket' ? module.docketSystem : module.docketSqliteSystem;
     }
     case 'docket-sharded':

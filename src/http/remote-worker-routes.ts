@@ -314,8 +314,14 @@ export function remoteWorkerRoutes(
     const body = await readBody(c, completeRequestSchema);
     const job = await leasedJob(id, body.token, body.receipt);
     // A finished job is passed on too: a repeated complete of a done job is idempotent ('done').
+    // With retention 0 the completion deletes the row, so a repeat finds no job and is stale.
     const outcome = job
-      ? await store.jobComplete({ id, token: body.token, leaseOwner: job.leaseOwner ?? undefined })
+      ? await store.jobComplete({
+          id,
+          token: body.token,
+          leaseOwner: job.leaseOwner ?? undefined,
+          deleteRecord: docket.retentionMs === 0,
+        })
       : 'stale';
     const key = `${id}:${body.token}`;
     const claimedAtMs = leases.get(key);

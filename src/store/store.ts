@@ -193,11 +193,21 @@ export interface JobHeartbeatManyParams extends AtTime {
 }
 
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
-export interface JobCompleteParams extends AtTime, JobLease, InCallerTransaction {}
+export interface JobCompleteParams extends AtTime, JobLease, InCallerTransaction, CompletionRecord {}
 
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
-export interface JobCompleteManyParams extends AtTime {
+export interface JobCompleteManyParams extends AtTime, CompletionRecord {
   leases: readonly JobLease[];
+}
+
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
+export interface CompletionRecord {
+  /**
+   * `true`: an accepted completion deletes the job's row in the same statement instead of keeping
+   * it as a `done` record (Docket's `retentionMs: 0`). Fenced exactly as the update is. A deleted
+   * row keeps no token, so a completion repeated after a lost reply answers `stale`, not `done`.
+   */
+  deleteRecord?: boolean | undefined;
 }
 
 /** `done`: the completion was accepted and the job can never run again. `stale`: refused. */

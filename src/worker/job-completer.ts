@@ -35,6 +35,8 @@ export interface JobCompleterOptions {
   flushMs: number;
   /** Whether the lease is still ours; a completion whose lease is gone is abandoned. */
   isHeld(lease: JobLease): boolean;
+  /** Completions delete the job's row (retention 0) rather than keep a done record. */
+  deleteRecords?: boolean | undefined;
   onError(error: unknown): void;
   /** A round trip ended (written or failed): fewer completions may wait now. */
   onRoundTripEnded?: (() => void) | undefined;
@@ -163,7 +165,10 @@ export class JobCompleter {
   private async write(batch: PendingCompletion[]): Promise<void> {
     let outcomes: CompleteOutcome[];
     try {
-      outcomes = await this.store.jobCompleteMany({ leases: batch.map((item) => item.lease) });
+      outcomes = await this.store.jobCompleteMany({
+        leases: batch.map((item) => item.lease),
+        deleteRecord: this.options.deleteRecords,
+      });
     } catch (error) {
       this.options.onError(error);
       this.failures += 1;

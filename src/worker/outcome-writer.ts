@@ -26,6 +26,8 @@ export interface OutcomeWriterDependencies {
   random: () => number;
   logger: Logger;
   leaseMs: number;
+  /** Completions delete the job's row (retention 0) rather than keep a done record. */
+  deleteDoneRecords: boolean;
 }
 
 /** Writes fail, release and in-transaction completions for one worker. */
@@ -90,7 +92,11 @@ export class OutcomeWriter {
     }
     const refusal = execution.transactionRefusal();
     if (refusal !== null) throw new StaleLeaseError(job.id, lease.token, `${refusal}; roll your transaction back`);
-    const outcome = await this.deps.store.jobComplete({ ...leaseOf(lease), transaction });
+    const outcome = await this.deps.store.jobComplete({
+      ...leaseOf(lease),
+      transaction,
+      deleteRecord: this.deps.deleteDoneRecords,
+    });
     if (outcome === 'stale') {
       this.deps.report.stale(job, 'complete');
       throw new StaleLeaseError(

@@ -446,8 +446,24 @@ describe('a running server honours the store and Docket options (in process)', (
     }
   });
 
+  it('takes --retention-ms 0 (a job is deleted as it completes) as the library does', async () => {
+    const server = await startServer({
+      config: loadServerConfig({ flags: { db: 'sqlite::memory:', port: '0', concurrency: '0', retentionMs: '0' } }),
+      logger: silent,
+    });
+    try {
+      expect(server.docket.retentionMs).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
   it.each([
-    [{ retentionMs: '0' }, /^retentionMs \(from --retention-ms\): must be a positive integer, got 0$/],
+    [
+      { retentionMs: '-1' },
+      /^retentionMs \(from --retention-ms\): must be an integer of 0 or more \(0: a job's row is deleted as it completes\), got -1$/,
+    ],
+    [{ pruneIntervalMs: '0' }, /^pruneIntervalMs \(from --prune-interval-ms\): must be a positive integer, got 0$/],
     [{ busyTimeoutMs: '-1' }, /^busyTimeoutMs \(from --busy-timeout-ms\): must be a non-negative integer, got -1$/],
     [
       { kinds: 'nobody.handles' },

@@ -52,8 +52,8 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
     await db?.drop();
   });
 
-  async function open(): Promise<Docket> {
-    const docket = await Docket.open({ url: db.url, random: seededRandom(SEED + dockets.length) });
+  async function open(options: { retentionMs?: number } = {}): Promise<Docket> {
+    const docket = await Docket.open({ url: db.url, random: seededRandom(SEED + dockets.length), ...options });
     dockets.push(docket);
     return docket;
   }
@@ -234,6 +234,39 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       await worker.stop();
       expect(worker.stats).toMatchObject({ completed: 1, stale: 0, failed: 0, leaseLost: 0 });
       expect(stale).toEqual([]);
+    });
+
+    it('with retentionMs 0 deletes the job in the business transaction, and nothing when it rolls back', async () => {
+      const docket = await open({ retentionMs: 0 });
+      let attempts = 0;
+      docket.handle<{ order: string }>('tx.lean', async (payload, ctx) => {
+        attempts += 1;
+        await inTransaction(async (client) => {
+          await client.query(`INSERT INTO ${orders} (id, note, job_id) VALUES ($1, 'lean', $2)`, [
+            `${payload.order}-${ctx.attempt}`,
+            ctx.jobId,
+          ]);
+          await ctx.completeInTransaction(client);
+          // The first attempt's transaction rolls back after completing: the job must survive it.
+          if (ctx.attempt === 1) throw new Error('the business write failed after the completion');
+        });
+      });
+      const completed = deferred<string>();
+      docket.events.on('completed', (event) => completed.resolve(event.job.id));
+      const worker = docket.worker({ ...QUICK, queues: ['lean'] });
+      await worker.start();
+      const { id } = await docket.submit({
+        kind: 'tx.lean',
+        queue: 'lean',
+        payload: { order: 'lean-order' },
+        retry: FAST_RETRY,
+      });
+      expect(await within(completed.promise, 10_000, 'the second attempt’s completion')).toBe(id);
+      await worker.stop();
+      expect(attempts).toBe(2);
+      expect(await docket.getJob(id)).toBeNull();
+      expect(await orderRows('lean-order')).toEqual([{ id: 'lean-order-2', note: 'lean', job_id: id }]);
+      expect(worker.stats).toMatchObject({ completed: 1, stale: 0, failed: 1, leaseLost: 0 });
     });
 
     it('rolls the stale attempt’s business write back, and the new owner completes the job once', async () => {

@@ -351,6 +351,62 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     await expect.poll(() => docket.getJob(id), { timeout: 15_000, interval: 50 }).toBeNull();
   });
 
+  it('with retentionMs 0 deletes each job as it completes: every handler ran once, no record is left', async () => {
+    const docket = dockets.closeAfterTest(await Docket.open({ url: dockets.db.url, retentionMs: 0 }));
+    const runs = new Map<number, number>();
+    docket.handle<{ i: number }>('forgotten', async ({ i }) => {
+      runs.set(i, (runs.get(i) ?? 0) + 1);
+    });
+    let completedEvents = 0;
+    docket.events.on('completed', () => {
+      completedEvents += 1;
+    });
+    const failing = deferred<void>();
+    let failedOnce = false;
+    docket.handle('forgotten.retried', async () => {
+      if (!failedOnce) {
+        failedOnce = true;
+        throw new Error('first attempt fails');
+      }
+      failing.resolve();
+    });
+    const submitted = await docket.submitMany(
+      Array.from({ length: 200 }, (_, i) => ({ kind: 'forgotten', payload: { i }, queue: 'lean' })),
+    );
+    const retried = await docket.submit({ kind: 'forgotten.retried', queue: 'lean', retry: FAST_RETRY });
+    const worker = docket.worker({ ...QUICK, queues: ['lean'], prefetch: 50 });
+    await worker.start();
+    await within(failing.promise, 10_000, 'the retried job’s second attempt');
+    await expect.poll(() => completedEvents, { timeout: 15_000, interval: 20 }).toBe(201);
+    await worker.stop();
+    expect([...runs.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    for (const { id } of [...submitted, retried]) expect(await docket.getJob(id)).toBeNull();
+    expect(await docket.listJobs({ queue: 'lean' })).toEqual([]);
+    expect(await docket.listDeadLetters({ queue: 'lean' })).toEqual([]);
+    // Only completion deletes: a cancelled job stays a record until the next prune.
+    const { id: cancelled } = await docket.submit({
+      kind: 'forgotten',
+      queue: 'lean',
+      runAt: new Date(Date.now() + 3600_000),
+    });
+    expect(await docket.cancelJob(cancelled)).toBe('cancelled');
+    expect(await docket.getJob(cancelled)).toMatchObject({ state: 'cancelled' });
+    // Pruned once it is older than 0 ms: a prune in the same millisecond as the cancel keeps it.
+    await sleep(5);
+    expect(await docket.pruneFinished()).toBeGreaterThanOrEqual(1);
+    expect(await docket.getJob(cancelled)).toBeNull();
+  });
+
+  it('refuses a negative or fractional retentionMs, naming the option, and keeps 7 days by default', async () => {
+    await expect(Docket.open({ url: dockets.db.url, retentionMs: -1 })).rejects.toThrow(
+      /^Docket option retentionMs must be an integer of 0 or more \(0: a job's row is deleted as it completes\), got -1$/,
+    );
+    await expect(Docket.open({ url: dockets.db.url, retentionMs: 1.5 })).rejects.toThrow(ConfigurationError);
+    const docket = await open();
+    expect(docket.retentionMs).toBe(7 * 24 * 3600_000);
+  });
+
   it('keeps running jobs when an event listener throws', async () => {
     const docket = await open();
     docket.events.on('started', () => {

@@ -83,6 +83,7 @@ describe('PostgresStore: stored hot statements', () => {
     expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual([
       'claim_pending',
       'claim_searching',
+      'complete_delete_jobs',
       'complete_jobs',
       'heartbeat_jobs',
       'insert_jobs',
@@ -176,6 +177,7 @@ describe('PostgresStore: stored hot statements', () => {
     // First calls on an empty, never analysed table: each function caches its generic plan now.
     const nobody = [{ id: '1', token: 1, leaseOwner: 'o' }];
     expect(await jobs.completeMany(connection, { leases: nobody })).toEqual(['stale']);
+    expect(await jobs.completeMany(connection, { leases: nobody, deleteRecord: true })).toEqual(['stale']);
     expect(await jobs.heartbeatMany(connection, { leases: nobody, leaseMs: 30_000 })).toEqual([null]);
 
     // 20,000 running rows and no ANALYZE: a plan that joined the batch with the running rows
@@ -199,11 +201,15 @@ describe('PostgresStore: stored hot statements', () => {
     expect(await jobs.completeMany(connection, { leases: leasesOf(completed) })).toEqual(
       acceptedBut3(completed, () => 'done', 'stale'),
     );
-    const renewed = ids.slice(10);
+    const deleted = ids.slice(10, 15);
+    expect(await jobs.completeMany(connection, { leases: leasesOf(deleted), deleteRecord: true })).toEqual(
+      acceptedBut3(deleted, () => 'done', 'stale'),
+    );
+    const renewed = ids.slice(15);
     const renewals = await jobs.heartbeatMany(connection, { leases: leasesOf(renewed), leaseMs: 30_000 });
     expect(renewals.map((leaseUntil) => leaseUntil instanceof Date)).toEqual(acceptedBut3(renewed, () => true, false));
 
-    for (const marker of ["SET state = 'done'", 'SET lease_until']) {
+    for (const marker of ["SET state = 'done'", 'DELETE FROM', 'SET lease_until']) {
       const plan = nestedPlans(plans, marker);
       expect(plan).toHaveLength(1);
       expect(plan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash|jobs_running_lease_idx/);

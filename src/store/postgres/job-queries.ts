@@ -37,6 +37,7 @@ import { queueStatsOf } from '../store-params.js';
 import {
   bigintArrayParam,
   intArrayParam,
+  type LeaseBatch,
   leaseBatch,
   leaseBatchParams,
   sharedOrEach,
@@ -63,6 +64,19 @@ import {
 } from './sql-fragments.js';
 import { type StoredStatement, storedStatement } from './stored-statements.js';
 
+/**
+ * A lease named twice in one deleting batch: the delete returns one of its positions (the row
+ * goes once), and the update's later check for a repeat has no row left to read. Every copy of
+ * an accepted (id, token, owner) answers done, as both copies do when the row is kept, and as
+ * SQLite's delete answers them.
+ */
+function acceptCopiesOfDeletedLeases(batch: LeaseBatch, out: CompleteOutcome[]): void {
+  const accepted = new Set<string>();
+  const keyOf = (i: number) => `${batch.ids[i]}:${batch.tokens[i]}:${batch.owners[i] ?? '\u0000'}`;
+  for (let i = 0; i < batch.indexes.length; i += 1) if (out[batch.indexes[i]!] === 'done') accepted.add(keyOf(i));
+  for (let i = 0; i < batch.indexes.length; i += 1) if (accepted.has(keyOf(i))) out[batch.indexes[i]!] = 'done';
+}
+
 /** The SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresJobQueries {
   private readonly sql: ReturnType<typeof buildSql>;
@@ -70,7 +84,8 @@ export class PostgresJobQueries {
   /**
    * Statements kept as functions, planned once per connection (stored-statements.ts).
    * insertWithIds: the statement every group-committed single submit sends.
-   * completeMany (and heartbeatMany, its twin for lease renewals): every finished job's write.
+   * completeMany (and heartbeatMany, its twin for lease renewals): every finished job's write;
+   * deleteMany the same write where finished rows are not kept (retention 0).
    * Sent as a plain statement, it was planned per call
    * from the table's statistics, and the planner preferred a bitmap scan of the running-lease
    * index joined by hash: that reads every running row per batch, and every dead entry the index
@@ -83,6 +98,7 @@ export class PostgresJobQueries {
   private readonly stored: {
     insertWithIds: StoredStatement;
     completeMany: StoredStatement;
+    deleteMany: StoredStatement;
     heartbeatMany: StoredStatement;
   };
 
@@ -117,6 +133,12 @@ export class PostgresJobQueries {
         returns: 'done integer, ords text',
         sql: this.sql.completeMany,
       }),
+      deleteMany: storedStatement(schema, {
+        prefix: 'complete_delete_jobs',
+        parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]'],
+        returns: 'done integer, ords text',
+        sql: this.sql.completeDeleteMany,
+      }),
       heartbeatMany: storedStatement(schema, {
         prefix: 'heartbeat_jobs',
         parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]', 'double precision'],
@@ -128,7 +150,7 @@ export class PostgresJobQueries {
 
   /** The functions this class calls, for the store to create when it opens. */
   get storedStatements(): readonly StoredStatement[] {
-    return [this.stored.insertWithIds, this.stored.completeMany, this.stored.heartbeatMany];
+    return [this.stored.insertWithIds, this.stored.completeMany, this.stored.deleteMany, this.stored.heartbeatMany];
   }
 
   /** The database's current time. */
@@ -278,12 +300,16 @@ export class PostgresJobQueries {
     return out;
   }
 
-  /** Marks each job done whose token and owner are current; `stale` for the rest. */
+  /**
+   * Marks each job done whose token and owner are current (or deletes its row, with
+   * `deleteRecord`); `stale` for the rest.
+   */
   async completeMany(db: Queryable, params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
     const out: CompleteOutcome[] = params.leases.map(() => 'stale');
     const batch = leaseBatch(params.leases);
     if (batch.indexes.length === 0) return out;
-    const result = await db.query<{ done: number; ords: string | null }>(this.stored.completeMany.callSql, [
+    const statement = params.deleteRecord === true ? this.stored.deleteMany : this.stored.completeMany;
+    const result = await db.query<{ done: number; ords: string | null }>(statement.callSql, [
       pinned(params.now),
       ...leaseBatchParams(batch),
     ]);
@@ -292,6 +318,7 @@ export class PostgresJobQueries {
       for (const index of batch.indexes) out[index] = 'done';
     } else if (ords !== null) {
       for (const ord of ords.split(',')) out[batch.indexes[Number(ord) - 1]!] = 'done';
+      if (params.deleteRecord === true) acceptCopiesOfDeletedLeases(batch, out);
     }
     return out;
   }
@@ -635,6 +662,22 @@ function buildSql(s: string, channel: string) {
       WITH accepted AS (
         UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
         FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
+        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
+        RETURNING l.ord
+      )
+      SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,
+
+    /**
+     * completeDeleteMany: completeMany for retention 0: each accepted job's row is deleted
+     * instead of becoming a done record. Same parameters, fence, result and plan as completeMany.
+     * Why it exists: an update writes a new row version and three index entries (primary key,
+     * finished, listed), since no update of a job is HOT; a delete only marks the row, so a
+     * finish costs the database a quarter as much (decision 0022).
+     */
+    completeDeleteMany: `
+      WITH accepted AS (
+        DELETE FROM ${jobs} j
+        USING unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
         WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
         RETURNING l.ord
       )

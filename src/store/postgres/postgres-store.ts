@@ -423,17 +423,20 @@ export class PostgresStore implements Store {
    */
   async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
     const leases = [leaseOf(params)];
+    const many = { now: params.now, leases, deleteRecord: params.deleteRecord };
     if (params.transaction !== undefined) {
       const client = callerTransaction(params.transaction, 'jobComplete');
-      const [outcome] = await this.queries.completeMany(client, { now: params.now, leases });
+      const [outcome] = await this.queries.completeMany(client, many);
       return outcome ?? 'stale';
     }
-    const [outcome] = await this.jobCompleteMany({ now: params.now, leases });
+    const [outcome] = await this.jobCompleteMany(many);
     return outcome ?? 'stale';
   }
 
   async jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
     const outcomes = await this.queries.completeMany(this.pool, params);
+    // A deleted row keeps no token to recognise a repeated completion by: those stay stale.
+    if (params.deleteRecord === true) return outcomes;
     return this.transactions.acceptRepeatedCompletions(this.pool, params.leases, outcomes);
   }
 

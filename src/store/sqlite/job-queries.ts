@@ -186,6 +186,18 @@ export const JOB_COMPLETE_MANY = `
   WHERE jobs.id = held.id AND jobs.token = held.token AND ${OWNER_MATCHES} AND jobs.state = 'running'`;
 
 /**
+ * JOB_COMPLETE_MANY for retention 0: each held job's row is deleted instead of becoming a done
+ * record, fenced the same way. The (id, token) row value is found by rowid, one seek per lease.
+ * Parameters: :leases, :owner as JOB_COMPLETE_MANY. Result: the deleted rows' id and token (a
+ * deleted row keeps nothing to tell afterwards which leases were accepted). PostgreSQL: completeDeleteMany.
+ */
+export const JOB_COMPLETE_DELETE_MANY = `
+  DELETE FROM jobs NOT INDEXED
+  WHERE (id, token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:leases))
+    AND ${OWNER_MATCHES} AND state = 'running'
+  RETURNING id, token`;
+
+/**
  * Tells a repeated completion from a refused one: the job is already done under this very token
  * and owner, so an earlier completion of the same claim committed (its reply was lost). Read only
  * after JOB_COMPLETE changed nothing, inside the same write transaction.
@@ -407,6 +419,9 @@ function prepareJobStatements(db: Database.Database) {
     heartbeat: db.prepare<Record<string, unknown>, { lease_until: number }>(JOB_HEARTBEAT),
     complete: db.prepare(JOB_COMPLETE),
     completeMany: db.prepare(JOB_COMPLETE_MANY),
+    completeDeleteMany: db.prepare<{ leases: string; owner: string | null }, { id: number; token: number }>(
+      JOB_COMPLETE_DELETE_MANY,
+    ),
     doneWithToken: db.prepare<{ id: number; token: number; owner: string | null }>(JOB_DONE_WITH_TOKEN),
     findHeld: db.prepare<Record<string, unknown>, { attempts: number }>(JOB_FIND_HELD),
     retry: db.prepare(JOB_RETRY),
@@ -522,8 +537,12 @@ export class SqliteJobQueries {
     return row ? new Date(row.lease_until) : null;
   }
 
-  /** Completes a held job; `done` also when it is already done under this token and owner (a lost reply). */
-  complete(lease: JobLease, nowMs: number): CompleteOutcome {
+  /**
+   * Completes a held job; `done` also when it is already done under this token and owner (a lost
+   * reply). With `deleteRecord` its row is deleted instead, as {@link completeMany} does.
+   */
+  complete(lease: JobLease, nowMs: number, deleteRecord = false): CompleteOutcome {
+    if (deleteRecord) return this.completeMany([lease], nowMs, true)[0]!;
     const id = parseJobId(lease.id);
     if (id === null) return 'stale';
     const owner = lease.leaseOwner ?? null;
@@ -537,8 +556,11 @@ export class SqliteJobQueries {
    * order, each as {@link complete} would answer it. When every lease completed, that is all
    * `done`; otherwise each lease is `done` exactly when its row now reads done under its token and
    * owner (completed by this statement or by an earlier one whose reply was lost), else `stale`.
+   * With `deleteRecord` (retention 0) each accepted job's row is deleted instead
+   * (JOB_COMPLETE_DELETE_MANY) and a lease is `done` exactly when its owner's statement deleted
+   * its row under its token (so both copies of a lease named twice, as when the row is kept).
    */
-  completeMany(leases: readonly JobLease[], nowMs: number): CompleteOutcome[] {
+  completeMany(leases: readonly JobLease[], nowMs: number, deleteRecord = false): CompleteOutcome[] {
     const byOwner = new Map<string | null, [number, number][]>();
     const ids = new Array<number | null>(leases.length);
     for (let i = 0; i < leases.length; i += 1) {
@@ -550,6 +572,16 @@ export class SqliteJobQueries {
       const held = byOwner.get(owner);
       if (held) held.push([id, lease.token]);
       else byOwner.set(owner, [[id, lease.token]]);
+    }
+    if (deleteRecord) {
+      const deletedByOwner = new Map<string | null, Set<string>>();
+      for (const [owner, held] of byOwner) {
+        const rows = this.stmt.completeDeleteMany.all({ leases: JSON.stringify(held), owner });
+        deletedByOwner.set(owner, new Set(rows.map((row) => `${row.id}:${row.token}`)));
+      }
+      return leases.map((lease, i) =>
+        deletedByOwner.get(lease.leaseOwner ?? null)?.has(`${ids[i]}:${lease.token}`) === true ? 'done' : 'stale',
+      );
     }
     let changes = 0;
     for (const [owner, held] of byOwner) {

@@ -334,14 +334,14 @@ export class SqliteStore implements Store {
 
   async jobComplete(params: JobCompleteParams): Promise<CompleteOutcome> {
     refuseCallerTransaction(params.transaction, 'jobComplete');
-    return this.write(() => this.jobs.complete(params, this.clock(params.now)));
+    return this.write(() => this.jobs.complete(params, this.clock(params.now), params.deleteRecord === true));
   }
 
   async jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
     if (params.leases.length === 0) return [];
     return this.write(() => {
       const nowMs = this.clock(params.now);
-      return this.jobs.completeMany(params.leases, nowMs);
+      return this.jobs.completeMany(params.leases, nowMs, params.deleteRecord === true);
     });
   }
 
