@@ -4,9 +4,9 @@
  * peers' published configurations): a local buffer of {@link TUNED_PREFETCH} prefetched jobs, so a
  * claim leases up to concurrency + prefetch rows in one round trip.
  *
- * `docket-lean` is the tuned worker of a Docket opened with `retentionMs: 0`: a job's row is
+ * `docket-lean` is the same two workers on a Docket opened with `retentionMs: 0`: a job's row is
  * deleted in the statement that completes it instead of kept as a done record, which is what
- * graphile-worker always does (decision 0022). One variant, `tuned`; its own database.
+ * graphile-worker always does (decision 0022). Its own database.
  *
  * `docket-baseline` is the same driver on another checkout of Docket (the directory named by
  * DOCKET_BASELINE, with its own node_modules), so a change is measured against the code it
@@ -72,7 +72,7 @@ function docketModule(
   }
   return {
     name,
-    variants: lean ? ['tuned'] : ['default', 'tuned'],
+    variants: ['default', 'tuned'],
 
     describe(variant, concurrency) {
       const options =
@@ -80,7 +80,7 @@ function docketModule(
           ? `{ concurrency: ${concurrency}, prefetch: ${TUNED_PREFETCH} }`
           : `{ concurrency: ${concurrency} }`;
       if (lean) {
-        return `Docket.open({ retentionMs: 0 }), docket.worker(${options}): a job's row is deleted as it completes (no done records, as graphile-worker keeps none); every other option default`;
+        return `Docket.open({ retentionMs: 0 }) and docket.worker(${options}): a job's row is deleted as it completes (no done records, as graphile-worker keeps none); every other option default`;
       }
       return `docket.worker(${options}); every other option default${sqlite ? ' (SQLite file, WAL)' : ''}`;
     },
@@ -163,7 +163,7 @@ function docketModule(
 /** Docket on PostgreSQL behind the bench interface. */
 export const docketSystem: SystemModule = docketModule('docket');
 
-/** Docket on PostgreSQL keeping no done records (`retentionMs: 0`), tuned. */
+/** Docket on PostgreSQL keeping no done records (`retentionMs: 0`). */
 export const docketLeanSystem: SystemModule = docketModule('docket-lean');
 
 /** Docket on an embedded SQLite file behind the bench interface. */

@@ -38,7 +38,8 @@ describe('benchmark harness (smoke mode)', () => {
     expect(report).toMatch(/graphile-worker/);
     expect(report).toMatch(/docket/);
     // Docket keeping no done records (retentionMs 0) drains beside the rest, every job once.
-    expect(report).toMatch(/\| docket-lean \|/);
+    expect(report).toMatch(/\| docket-lean \(default\) \|/);
+    expect(report).toMatch(/\| docket-lean \(tuned\) \|/);
     expect(existsSync(join(outDir, 'results.json'))).toBe(true);
     // The raw-SQL reference drains beside Docket whenever the limit runs.
     expect(report).toMatch(/raw-sql/);

@@ -85,7 +85,7 @@ export class PostgresJobQueries {
    * Statements kept as functions, planned once per connection (stored-statements.ts).
    * insertWithIds: the statement every group-committed single submit sends.
    * completeMany (and heartbeatMany, its twin for lease renewals): every finished job's write;
-   * deleteMany the same write where finished rows are not kept (retention 0).
+   * completeDeleteMany the same write where finished rows are not kept (retention 0).
    * Sent as a plain statement, it was planned per call
    * from the table's statistics, and the planner preferred a bitmap scan of the running-lease
    * index joined by hash: that reads every running row per batch, and every dead entry the index
@@ -98,7 +98,7 @@ export class PostgresJobQueries {
   private readonly stored: {
     insertWithIds: StoredStatement;
     completeMany: StoredStatement;
-    deleteMany: StoredStatement;
+    completeDeleteMany: StoredStatement;
     heartbeatMany: StoredStatement;
   };
 
@@ -133,7 +133,7 @@ export class PostgresJobQueries {
         returns: 'done integer, ords text',
         sql: this.sql.completeMany,
       }),
-      deleteMany: storedStatement(schema, {
+      completeDeleteMany: storedStatement(schema, {
         prefix: 'complete_delete_jobs',
         parameterTypes: ['timestamptz', 'bigint[]', 'integer[]', 'text[]'],
         returns: 'done integer, ords text',
@@ -150,7 +150,12 @@ export class PostgresJobQueries {
 
   /** The functions this class calls, for the store to create when it opens. */
   get storedStatements(): readonly StoredStatement[] {
-    return [this.stored.insertWithIds, this.stored.completeMany, this.stored.deleteMany, this.stored.heartbeatMany];
+    return [
+      this.stored.insertWithIds,
+      this.stored.completeMany,
+      this.stored.completeDeleteMany,
+      this.stored.heartbeatMany,
+    ];
   }
 
   /** The database's current time. */
@@ -308,7 +313,7 @@ export class PostgresJobQueries {
     const out: CompleteOutcome[] = params.leases.map(() => 'stale');
     const batch = leaseBatch(params.leases);
     if (batch.indexes.length === 0) return out;
-    const statement = params.deleteRecord === true ? this.stored.deleteMany : this.stored.completeMany;
+    const statement = params.deleteRecord === true ? this.stored.completeDeleteMany : this.stored.completeMany;
     const result = await db.query<{ done: number; ords: string | null }>(statement.callSql, [
       pinned(params.now),
       ...leaseBatchParams(batch),
