@@ -45,7 +45,16 @@ describe.each(storeKinds())('docket migrate on %s', (kind) => {
       expect(listed.pending.map((m) => m.version)).toEqual(LATEST[kind]);
       // PostgreSQL: the statement functions opening would create (decision 0013) are listed too.
       const functionPrefixes =
-        kind === 'sqlite' ? [] : ['claim_pending', 'claim_searching', 'insert_jobs', 'complete_jobs', 'heartbeat_jobs'];
+        kind === 'sqlite'
+          ? []
+          : [
+              'claim_pending',
+              'claim_searching',
+              'insert_jobs',
+              'complete_jobs',
+              'complete_delete_jobs',
+              'heartbeat_jobs',
+            ];
       expect(listed.functions.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(functionPrefixes);
       const sql = await runDocketInProcess(['migrate', '--sql', '--db', db.url]);
       expect(sql.code, describeRun(sql)).toBe(0);
