@@ -51,6 +51,8 @@ export async function overviewJson(docket: Docket) {
     at: at.toISOString(),
     queues: queues.map(queueCountsJson),
     totals: { ...totals, estimated: [...estimated].sort() },
+    // 0: done jobs are deleted as they complete (decision 0022), so the page says why none show.
+    retentionMs: docket.retentionMs,
   };
 }
 
@@ -441,10 +443,16 @@ export function dashboardOpenApi(): { paths: Record<string, unknown>; schemas: R
               ...json({
                 type: 'object',
                 additionalProperties: false,
-                required: ['at', 'queues', 'totals'],
+                required: ['at', 'queues', 'totals', 'retentionMs'],
                 properties: {
                   at: instant,
                   queues: { type: 'array', items: ref('QueueCounts') },
+                  retentionMs: {
+                    type: 'integer',
+                    minimum: 0,
+                    description:
+                      'How long done and cancelled records are kept, ms; 0: a job is deleted as it completes',
+                  },
                   totals: {
                     type: 'object',
                     additionalProperties: false,

@@ -374,3 +374,53 @@ export function dashboardSuite(kind: StoreKind): void {
     },
   );
 }
+
+/**
+ * The overview on a server that keeps no done records (`--retention-ms 0`, decision 0022): a job
+ * runs and is deleted as it completes, Done stays 0, and the page says why instead of looking
+ * as if nothing ever finished.
+ */
+export function noDoneRecordsSuite(kind: StoreKind): void {
+  const missing = browserMissingReason();
+  describe.skipIf(missing !== undefined)(
+    `dashboard keeping no done records in chromium on ${kind}${missing ? ` (skipped: ${missing})` : ''}`,
+    () => {
+      let server: TestServer;
+      let browser: TestBrowser;
+      let worker: Worker;
+
+      beforeAll(async () => {
+        server = await startTestServer({ kind, tokens: [TOKENS.all], flags: { retentionMs: '0' } });
+        const docket = server.server.docket;
+        docket.handle('lean.k', async () => {});
+        worker = docket.worker({ queues: ['lean'], pollIntervalMs: 100 });
+        await worker.start();
+        browser = await launchBrowser();
+      });
+      afterAll(async () => {
+        await worker?.stop();
+        await browser?.close();
+        await server?.stop();
+      });
+
+      it('says done jobs are not kept, and counts none done after a job ran', async () => {
+        const docket = server.server.docket;
+        const completed = new Promise<string>((resolve) => docket.events.on('completed', (e) => resolve(e.job.id)));
+        // A job due in an hour keeps the queue's row on the page after the other ran and went.
+        await docket.submit({ kind: 'lean.k', queue: 'lean', runAt: new Date(Date.now() + 3_600_000) });
+        const { id } = await docket.submit({ kind: 'lean.k', queue: 'lean' });
+        expect(await completed).toBe(id);
+        expect(await docket.getJob(id)).toBeNull();
+        const page = await openSignedIn(browser, server, TOKENS.all.token);
+        const note = page.locator('[data-note="no-done-records"]');
+        await note.waitFor();
+        expect(await note.textContent()).toMatch(/^Done jobs are not kept \(retentionMs 0\)/);
+        const row = page.locator('tr', { has: page.getByRole('link', { name: 'lean', exact: true }) });
+        expect(await row.locator('[data-state="scheduled"]').textContent()).toMatch(/^1\b/);
+        expect(await row.locator('[data-state="done"]').textContent()).toMatch(/^0\b/);
+        expect(JSON.stringify(await seriousViolations(page), null, 1)).toBe('[]');
+        await page.close();
+      });
+    },
+  );
+}

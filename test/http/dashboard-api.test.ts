@@ -158,6 +158,8 @@ for (const kind of storeKinds()) {
       };
       expect(overview.queues.find((q) => q.queue === 'overview-q')).toMatchObject({ scheduled: 1, estimated: [] });
       expect(overview.queues.find((q) => q.queue === 'overview-paused')).toMatchObject({ paused: true });
+      // The server's retention, so the page can say when done jobs are not kept at all.
+      expect((overview as unknown as { retentionMs: number }).retentionMs).toBe(7 * 24 * 3600_000);
       const activity = (await t.call('GET', '/v1/activity?minutes=10')).body as { buckets: unknown[] };
       expect(activity.buckets).toHaveLength(10);
       expect((await t.call('GET', '/v1/activity?minutes=0')).status).toBe(400);

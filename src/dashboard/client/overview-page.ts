@@ -32,6 +32,8 @@ export interface Overview {
   at: string;
   queues: QueueOverview[];
   totals: Counts;
+  /** How long done records are kept; 0: each job is deleted as it completes. */
+  retentionMs: number;
 }
 
 interface Activity {
@@ -108,6 +110,13 @@ export async function renderOverview(context: PageContext): Promise<void> {
             'p',
             { class: 'muted' },
             '≈ marks the database planner’s estimate, used for large counts so a refresh never counts a whole table.',
+          )
+        : null,
+      overview.retentionMs === 0
+        ? el(
+            'p',
+            { class: 'muted', 'data-note': 'no-done-records' },
+            'Done jobs are not kept (retentionMs 0): each job is deleted as it completes, so Done stays 0 and the chart shows no completions.',
           )
         : null,
     );
