@@ -26,10 +26,10 @@ describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) =>
     await db?.drop();
   });
 
-  async function open(): Promise<Docket> {
+  async function open(options: { retentionMs?: number } = {}): Promise<Docket> {
     const store = await db.open();
     stores.push(store);
-    const docket = await Docket.open({ store });
+    const docket = await Docket.open({ store, ...options });
     dockets.push(docket);
     return docket;
   }
@@ -58,6 +58,36 @@ describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) =>
     expect(new Set(slots).size).toBe(slots.length);
     const ms = slots.map((slot) => Date.parse(slot)).sort((a, b) => a - b);
     for (let i = 1; i < ms.length; i++) expect((ms[i] as number) - (ms[i - 1] as number)).toBe(1000);
+  });
+
+  it('runs every slot once with retentionMs 0, though each run is deleted as it completes', async () => {
+    // No done row is left to block a slot planned twice (the slot index's ON CONFLICT): the
+    // schedule's own progress must, and the repair sweep must not take a deleted run for a lost one.
+    const docket = await open({ retentionMs: 0 });
+    const queue = `lean-tick-${kind}`;
+    const slots: string[] = [];
+    docket.handle('lean.tick', async (_payload, ctx) => {
+      const job = await docket.getJob(ctx.jobId);
+      slots.push(job?.scheduleSlot?.toISOString() ?? 'none');
+    });
+    await docket.schedule({
+      id: `lean-every-second-${kind}`,
+      cron: '* * * * * *',
+      job: { kind: 'lean.tick', queue },
+      misfire: { policy: 'catch_up' },
+    });
+    const worker = docket.worker({ ...QUICK, queues: [queue] });
+    await worker.start();
+    // Long enough for the worker's first repair sweeps (within two seconds of its start) to run.
+    await expect.poll(() => slots.length, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(4);
+    await docket.pauseSchedule(`lean-every-second-${kind}`);
+    await expect.poll(async () => (await docket.listJobs({ queue, states: ['running'] })).length).toBe(0);
+    await worker.stop();
+    expect(slots).not.toContain('none');
+    expect(new Set(slots).size).toBe(slots.length);
+    const ms = slots.map((slot) => Date.parse(slot)).sort((a, b) => a - b);
+    for (let i = 1; i < ms.length; i++) expect((ms[i] as number) - (ms[i - 1] as number)).toBe(1000);
+    expect(await docket.listJobs({ queue, states: ['done'] })).toEqual([]);
   });
 
   it("re-links a cancelled chain from the worker's repair sweep", async () => {
