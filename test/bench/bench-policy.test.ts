@@ -74,6 +74,10 @@ describe('soak flags', () => {
     });
   });
 
+  it('takes --retention-ms 0: no done records, as Docket.open does', () => {
+    expect(parseSoakOptions({ 'retention-ms': '0' }, 24).retentionMs).toBe(0);
+  });
+
   it('refuses bad values, naming the flag', () => {
     expect(() => parseSoakOptions({ minutes: '-1' }, 24)).toThrow(/--minutes must be a positive number, got "-1"/);
     expect(() => parseSoakOptions({ 'retention-ms': '1.5' }, 24)).toThrow(/--retention-ms must be a positive integer/);
