@@ -36,7 +36,7 @@ export interface JobCompleterOptions {
   /** Whether the lease is still ours; a completion whose lease is gone is abandoned. */
   isHeld(lease: JobLease): boolean;
   /** Completions delete the job's row (retention 0) rather than keep a done record. */
-  deleteRecords?: boolean | undefined;
+  deleteDoneRecords?: boolean | undefined;
   onError(error: unknown): void;
   /** A round trip ended (written or failed): fewer completions may wait now. */
   onRoundTripEnded?: (() => void) | undefined;
@@ -167,7 +167,7 @@ export class JobCompleter {
     try {
       outcomes = await this.store.jobCompleteMany({
         leases: batch.map((item) => item.lease),
-        deleteRecord: this.options.deleteRecords,
+        deleteRecord: this.options.deleteDoneRecords,
       });
     } catch (error) {
       this.options.onError(error);

@@ -186,7 +186,7 @@ export class Worker {
       batchSize: this.options.completionBatchSize,
       flushMs: this.options.completionFlushMs,
       isHeld: (lease) => this.renewer.holds(lease),
-      deleteRecords: deps.deleteDoneRecords === true,
+      deleteDoneRecords: deps.deleteDoneRecords === true,
       onError: (error) => onError(error, 'complete'),
       onRoundTripEnded: () => {
         // Only after claims paused for completions: otherwise handler slots freeing tell the loops.
