@@ -464,6 +464,13 @@ function streamSection(
   return out;
 }
 
+/** One system's spike runs: the median last start after the due instant, and early starts over all rounds. */
+function spikeOutcome(bench: BenchResults, label: string, p: Params) {
+  const runs = runsOf(bench, 'spike', label, p);
+  const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+  return { runs, early, last: cell(runs, 'lastStartAfterDueMs').value };
+}
+
 /** 2nd, 3rd, 4th …: the spike a worker meets after others. */
 function ordinal(n: number): string {
   const teen = n % 100 >= 11 && n % 100 <= 13;
@@ -488,8 +495,7 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
       '',
     );
   const rows = all.map((label) => {
-    const runs = runsOf(bench, 'spike', label, p);
-    const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+    const { runs, early } = spikeOutcome(bench, label, p);
     return [
       label,
       show(cell(runs, 'latenessP50Ms')),
@@ -534,9 +540,7 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
     out.push(`![spike start-time histogram](results/${name})`, '');
   }
   if (all.includes(DOCKET)) {
-    const runs = runsOf(bench, 'spike', DOCKET, p);
-    const last = cell(runs, 'lastStartAfterDueMs').value;
-    const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+    const { runs, last, early } = spikeOutcome(bench, DOCKET, p);
     targets.push(
       check(
         // Issue 17's bar (it was 500 ms before), judged on a worker's first spike.
@@ -557,9 +561,7 @@ function spikeSection(bench: BenchResults, outDir: string, charts: string[], tar
   }
   if (all.includes(LEAN)) {
     // Beside the drain's second target: the same spike, keeping no done records (decision 0022).
-    const runs = runsOf(bench, 'spike', LEAN, p);
-    const last = cell(runs, 'lastStartAfterDueMs').value;
-    const early = runs.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+    const { runs, last, early } = spikeOutcome(bench, LEAN, p);
     targets.push(
       check(
         `Spike keeping no done records (retentionMs 0, default worker): last of ${p.jobs} starts within 250 ms, none early`,

@@ -161,6 +161,14 @@ export class Docket {
   /** How long finished records are kept, ms. */
   readonly retentionMs: number;
 
+  /**
+   * Whether a completion deletes the job's row instead of keeping a done record (`retentionMs: 0`,
+   * decision 0022): the one place that rule is read, for local workers and remote ones alike.
+   */
+  get deletesDoneRecords(): boolean {
+    return this.retentionMs === 0;
+  }
+
   private readonly handlers = new Map<string, JobHandler<never>>();
   private readonly workers = new Set<Worker>();
   private readonly runningWorkers = new Set<Worker>();
@@ -323,7 +331,7 @@ export class Docket {
         logger: this.logger,
         random: this.random,
         unhandledAfterMs: this.unhandledAfterMs,
-        deleteDoneRecords: this.retentionMs === 0,
+        deleteDoneRecords: this.deletesDoneRecords,
         onStart: (w) => this.workerStarted(w),
         onStop: (w) => this.workerStopped(w),
       },

@@ -320,7 +320,7 @@ export function remoteWorkerRoutes(
           id,
           token: body.token,
           leaseOwner: job.leaseOwner ?? undefined,
-          deleteRecord: docket.retentionMs === 0,
+          deleteRecord: docket.deletesDoneRecords,
         })
       : 'stale';
     const key = `${id}:${body.token}`;

@@ -214,6 +214,31 @@ for (const kind of storeKinds()) {
   });
 }
 
+describe('remote workers on a server keeping no done records (--retention-ms 0)', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer({ flags: { retentionMs: '0' } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('a completion deletes the job, counts it once, and a repeat finds nothing (409)', async () => {
+    const worker = httpWorker(t.url, 'lean-worker');
+    const submitted = await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: 'lean' } });
+    const id = (submitted.body as { id: string }).id;
+    const job = await worker.claim({ queues: ['lean'] });
+    expect(job?.id).toBe(id);
+    expect((await worker.complete(job as RemoteJob)).body).toEqual({ outcome: 'done' });
+    expect((await t.call('GET', `/v1/jobs/${id}`)).status).toBe(404);
+    const repeat = await worker.complete(job as RemoteJob);
+    expect(repeat.status).toBe(409);
+    expect(repeat.body).toMatchObject({ error: { code: 'stale' } });
+    const metrics = (await t.call('GET', '/metrics')).body as string;
+    expect(metrics).toMatch(/docket_jobs_completed_total\{queue="lean"\} 1/);
+  });
+});
+
 describe('closing the server', () => {
   it('releases a pending long poll at once', async () => {
     const t = await startTestServer({ longPollRecheckMs: RECHECK_NEVER_MS });
