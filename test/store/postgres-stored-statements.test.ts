@@ -213,7 +213,99 @@ describe('PostgresStore: stored hot statements', () => {
       const plan = nestedPlans(plans, marker);
       expect(plan).toHaveLength(1);
       expect(plan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash|jobs_running_lease_idx/);
-      expect(plan[0]).toMatch(/Index Scan using jobs_pkey on jobs j [^\n]*\n\s+Index Cond: \(id = l\.id\)/);
+      expect(plan[0]).toMatch(
+        /Index Scan using jobs_pkey on jobs j [^\n]*\n\s+Index Cond: \(id = ANY \(ARRAY\[l\.id\]\)\)/,
+      );
+    }
+  });
+
+  it('claims, completes and renews by job id, even when the plans were made on a table of a few rows (decision 0023)', async () => {
+    // A worker on a fresh install: its first claims, completions and renewals find a table of a
+    // handful of rows on one page, already analysed, and each stored function keeps the plan it
+    // makes then. With the plain `j.id = l.id`, the completion's plan scanned the whole primary key
+    // with the batch inside it, the cheaper path on one page, and every later call read every row
+    // the table had grown to.
+    const { schema } = await freshStore();
+    const jobs = new PostgresJobQueries(schema);
+    const claims = new PostgresClaimQueries(schema);
+    const claimBoth = async () => {
+      for (const includeLapsed of [false, true]) {
+        const claimed = await claims.claimOrDefer(connection, { owner: 'c', limit: 2, leaseMs: 30_000, includeLapsed });
+        expect(claimed.jobs).toHaveLength(2);
+      }
+    };
+    const { connection, plans } = await explainingClient();
+    const insertRunning = (count: number) =>
+      connection.query(
+        `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, lease_until, lease_owner, token, attempts,
+           max_attempts, retry_policy, created_at, started_at)
+         SELECT 'k', 'default', '{}', 'running', now(), now() + interval '1 hour', 'o', 1, 1, 3,
+           '{"kind":"fixed","delayMs":1000}', now(), now()
+         FROM generate_series(1, $1::int)`,
+        [count],
+      );
+    const runningIds = async (count: number) =>
+      (
+        await connection.query<{ id: string }>(
+          `SELECT j.id::text AS id FROM "${schema}".jobs j WHERE j.state = 'running' AND j.lease_owner = 'o'
+           ORDER BY j.id DESC LIMIT $1`,
+          [count],
+        )
+      ).rows.map((row) => row.id);
+    const leasesOf = (ids: string[]) => ids.map((id) => ({ id, token: 1, leaseOwner: 'o' }));
+
+    await connection.query(
+      `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'k', 'default', '{}', 'pending', now(), 3, '{"kind":"fixed","delayMs":1000}', now()
+       FROM generate_series(1, 10)`,
+    );
+    await insertRunning(6);
+    // Autovacuum analyses a new table after its first 50 or so changed rows: from then on the
+    // planner sizes it by its statistics (one page here), no longer by the guess of ten pages it
+    // makes for a table never analysed.
+    await connection.query(`ANALYZE "${schema}".jobs`);
+    await claimBoth();
+    const first = await runningIds(4);
+    expect(await jobs.heartbeatMany(connection, { leases: leasesOf(first), leaseMs: 30_000 })).toHaveLength(4);
+    expect(await jobs.completeMany(connection, { leases: leasesOf(first.slice(0, 2)) })).toEqual(['done', 'done']);
+    expect(await jobs.completeMany(connection, { leases: leasesOf(first.slice(2)), deleteRecord: true })).toEqual([
+      'done',
+      'done',
+    ]);
+
+    // The table grows to 30,000 rows, with no ANALYZE (autovacuum may be off or not yet run).
+    await insertRunning(30_000);
+    const [second, third] = [(await runningIds(6)).slice(0, 3), (await runningIds(6)).slice(3)];
+    plans.length = 0;
+    expect(await jobs.completeMany(connection, { leases: leasesOf(second) })).toEqual(['done', 'done', 'done']);
+    expect(await jobs.completeMany(connection, { leases: leasesOf(third), deleteRecord: true })).toEqual([
+      'done',
+      'done',
+      'done',
+    ]);
+    const renewals = await jobs.heartbeatMany(connection, { leases: leasesOf(await runningIds(3)), leaseMs: 30_000 });
+    expect(renewals.every((leaseUntil) => leaseUntil instanceof Date)).toBe(true);
+    for (const marker of ["SET state = 'done'", 'DELETE FROM', 'SET lease_until']) {
+      const plan = nestedPlans(plans, marker);
+      expect(plan).toHaveLength(1);
+      // One probe per lease (the primary key searched by the lease's id), never a scan of the whole
+      // key with the batch inside it (the pkey scan then has a Filter and no Index Cond).
+      expect(plan[0]).toMatch(
+        /Index Scan using jobs_pkey on jobs j [^\n]*\n\s+Index Cond: \(id = (ANY \(ARRAY\[)?l\.id/,
+      );
+      expect(plan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash/);
+    }
+    plans.length = 0;
+    await claimBoth();
+
+    // Neither claim ever reads the primary key except by a chosen row's id.
+    const claimPlans = nestedPlans(plans, 'FOR UPDATE SKIP LOCKED');
+    expect(claimPlans).toHaveLength(2);
+    for (const plan of claimPlans) {
+      expect(plan).toMatch(/Index Scan using jobs_pkey/);
+      expect(plan).not.toMatch(/Index Scan using jobs_pkey on jobs \w+ [^\n]*\n(?!\s+Index Cond)/);
+      // (A HashAggregate of the parked candidates' ids, at most the claim's limit, is no table scan.)
+      expect(plan).not.toMatch(/Seq Scan on jobs|Bitmap|Hash Join/);
     }
   });
 

@@ -52,6 +52,7 @@ import {
   epochMsText,
   errorEntry,
   intervalMs,
+  jobRowById,
   kindAllowed,
   NOW,
   ownerMatches,
@@ -645,7 +646,7 @@ function buildSql(s: string, channel: string) {
     heartbeatMany: `
       UPDATE ${jobs} j SET lease_until = ${NOW} + ${ms('$5')}
       FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-      WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')}
+      WHERE ${jobRowById('l.id')} AND j.token = l.token AND ${ownerMatches('l.owner')}
         AND j.state = 'running' COLLATE "C" AND j.lease_until > ${NOW}
       RETURNING l.ord, j.lease_until`,
 
@@ -656,7 +657,9 @@ function buildSql(s: string, channel: string) {
      * Result: one row: done (how many were accepted) and ords (their 1-based input positions,
      *   comma-separated; NULL when none was). One row rather than one per job: a drain completes
      *   every job, and a row each was parsed into an object each.
-     * Plan: for each element, its row by id in the primary key; nothing else can be planned. The
+     * Plan: for each element, its row by id in the primary key; nothing else can be planned,
+     *   whatever the table's size when the plan was made. The id test is an array comparison
+     *   (jobRowById), so no scan of the whole primary key is a candidate (decision 0023). The
      *   state test compares under the "C" collation, which for equality means exactly what the
      *   column's own does (both compare bytes), but matches no index and proves no partial
      *   index's predicate: so no plan can reach the rows through the running-lease index or the
@@ -667,7 +670,7 @@ function buildSql(s: string, channel: string) {
       WITH accepted AS (
         UPDATE ${jobs} j SET state = 'done', finished_at = ${NOW}, lease_until = NULL
         FROM unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
+        WHERE ${jobRowById('l.id')} AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
         RETURNING l.ord
       )
       SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,
@@ -683,7 +686,7 @@ function buildSql(s: string, channel: string) {
       WITH accepted AS (
         DELETE FROM ${jobs} j
         USING unnest($2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY AS l(id, token, owner, ord)
-        WHERE j.id = l.id AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
+        WHERE ${jobRowById('l.id')} AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
         RETURNING l.ord
       )
       SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,
