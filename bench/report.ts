@@ -250,6 +250,69 @@ function ratioText(a: number, b: number, percent = false): string {
   return percent ? `${Math.round((100 * a) / b)} %` : `${round(a / b)}×`;
 }
 
+/** A backfill into a worker already running (workloads.ts backfillRun; decision 0023). */
+function backfillSection(bench: BenchResults): string[] {
+  const sets = paramSets(bench, 'backfill', ['jobs', 'warm', 'analyzed']);
+  const names = labels(bench, 'backfill');
+  if (sets.length === 0) return [];
+  const out = [
+    '## 1c. A backfill into a running worker',
+    '',
+    'One worker process started on an empty store ran the first ' +
+      `${Number(sets[0]!.warm).toLocaleString('en-US')} jobs (a fresh install's first traffic; between their halves the database was ` +
+      "analysed, as autovacuum analyses a new table after its first changes, unless the column says not), and then the backfill was inserted through the system's batch API while that worker ran. " +
+      "Jobs/s from the first backfill job's start until nothing is due. Beside section 1b's drains, where the worker starts after the insert, this shows whether a worker whose plans were made on a small table keeps its pace.",
+    '',
+    table(
+      [
+        'system',
+        ...sets.map(
+          (p) => `${Number(p.jobs).toLocaleString('en-US')} jobs/s${p.analyzed === 'no' ? ' (not analysed)' : ''}`,
+        ),
+      ],
+      names.map((label) => [label, ...sets.map((p) => showDrain(runsOf(bench, 'backfill', label, p)))]),
+    ),
+    '',
+  ];
+  const rows: string[][] = [];
+  for (const p of sets) {
+    const rate = (workload: string, label: string, params: Params) =>
+      cell(runsOf(bench, workload, label, params), 'jobsPerSec').value;
+    const backlog = { jobs: Number(p.jobs), procs: 1 };
+    for (const [name, a, b] of [
+      [
+        'docket (default) ÷ graphile-worker (default)',
+        rate('backfill', 'docket (default)', p),
+        rate('backfill', 'graphile-worker (default)', p),
+      ],
+      [
+        'docket (tuned) ÷ graphile-worker (tuned)',
+        rate('backfill', 'docket (tuned)', p),
+        rate('backfill', 'graphile-worker (tuned)', p),
+      ],
+      [
+        'docket (default) ÷ docket (tuned)',
+        rate('backfill', 'docket (default)', p),
+        rate('backfill', 'docket (tuned)', p),
+      ],
+      [
+        'docket (default): running worker ÷ worker started after the insert (1b)',
+        rate('backfill', 'docket (default)', p),
+        rate('backlog', 'docket (default)', backlog),
+      ],
+    ] as [string, number, number][]) {
+      if (Number.isFinite(a) && Number.isFinite(b))
+        rows.push([
+          name,
+          `${Number(p.jobs).toLocaleString('en-US')} jobs`,
+          ratioText(a, b, name.includes('÷ docket') || name.includes('(1b)')),
+        ]);
+    }
+  }
+  if (rows.length > 0) out.push(table(['ratio', 'backfill', 'value'], rows), '');
+  return out;
+}
+
 function backlogSection(bench: BenchResults, targets: Target[]): string[] {
   const sets = paramSets(bench, 'backlog', ['jobs', 'procs']);
   const names = labels(bench, 'backlog');
@@ -809,7 +872,12 @@ function singleSubmitSection(bench: BenchResults, targets: Target[]): string[] {
       '`addJob`, pg-boss `send`, BullMQ `add`), as a web app submits while it serves requests. Capacity: ' +
       `${capacity?.jobs ?? '?'} jobs from ${capacity?.inFlight ?? '?'} concurrent callers, no workers. Latency: ` +
       `${latency?.ratePerSec ?? '?'} submits/s offered for ${Number(latency?.durationMs ?? 0) / 1000} s (at most ` +
-      `${latency?.inFlight ?? '?'} in flight) with one default worker; enqueue to start, from each call's slot in the schedule. Medians over rounds.`,
+      `${latency?.inFlight ?? '?'} in flight) with one default worker; enqueue to start, from each call's slot in the schedule. Medians over rounds.` +
+      (all.includes('raw-sql')
+        ? ' The raw-SQL reference is the design without group commit: each call one `INSERT` with its own ' +
+          '`pg_notify` and commit (a pool of 10 connections), its worker claiming on every notification; ' +
+          'PostgreSQL serialises the commits of notifying transactions.'
+        : ''),
     '',
   ];
   const cap = (label: string) => (capacity ? runsOf(bench, 'single-submit', label, capacity) : []);
@@ -955,6 +1023,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
   const body = [
     ...drainSection(bench, targets),
     ...backlogSection(bench, targets),
+    ...backfillSection(bench),
     ...streamSection(bench, outDir, charts, targets),
     ...spikeSection(bench, outDir, charts, targets),
     ...largeSection(bench, outDir, charts, targets),

@@ -6,8 +6,10 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog stream spike large limit sqlite submit single-submit memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill stream spike large limit sqlite submit single-submit memory dashboard)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
+ *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
+ *                                            --backfill-analyze off leaves out the ANALYZE (the control)
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
@@ -53,6 +55,7 @@ import { type BenchResults, type ExplainCapture, writeReport } from './report.js
 import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
 import { loadSystem, SYSTEM_NAMES, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
 import {
+  backfillRun,
   type Contender,
   drainRun,
   insertFutureFiller,
@@ -69,6 +72,7 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const WORKLOADS = [
   'drain',
   'backlog',
+  'backfill',
   'stream',
   'spike',
   'large',
@@ -96,6 +100,7 @@ const { values: args } = parseArgs({
     'drain-procs': { type: 'string' },
     'backlog-jobs': { type: 'string' },
     'backlog-cap-seconds': { type: 'string' },
+    'backfill-analyze': { type: 'string' },
     'single-submit-jobs': { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
@@ -141,6 +146,7 @@ const SIZES = smoke
       drainCapMs: 15_000,
       backlogJobs: [300, 1_000],
       backlogCapMs: 15_000,
+      backfill: { jobs: 300, warm: 20 },
       streamRates: [200],
       streamMs: 1_000,
       spikeJobs: 300,
@@ -164,6 +170,7 @@ const SIZES = smoke
       drainCapMs: 120_000,
       backlogJobs: [20_000, 100_000, 1_000_000],
       backlogCapMs: 300_000,
+      backfill: { jobs: 100_000, warm: 100 },
       streamRates: [200, 1_000, 5_000],
       streamMs: 10_000,
       spikeJobs: 10_000,
@@ -592,10 +599,12 @@ async function main(): Promise<void> {
     ? ['docket-sqlite', ...(requested.includes('docket-baseline') ? (['docket-sqlite-baseline'] as const) : [])]
     : [];
   const sqliteContenders = (await contendersFor(sqliteSystems, unavailable)).filter((c) => c.variant === 'default');
-  // The raw-SQL reference belongs to the limit (and to the backlog drains): it joins the drains
-  // only, since its store side is Docket's and every other workload would measure Docket again.
+  // The raw-SQL reference belongs to the limit, the backlog drains and the single submits (the floor
+  // under enqueue-to-start): it joins those only, since its store side is Docket's and every other
+  // workload would measure Docket again.
   const [reference] =
-    (only.has('limit') || only.has('backlog')) && !requested.includes('raw-sql')
+    (only.has('limit') || only.has('backlog') || only.has('backfill') || only.has('single-submit')) &&
+    !requested.includes('raw-sql')
       ? await contendersFor(['raw-sql'], unavailable)
       : [];
   const drainContenders = reference ? [...contenders, reference] : contenders;
@@ -652,6 +661,28 @@ async function main(): Promise<void> {
     if (only.has('backlog')) {
       await backlogDrains(drainContenders, results);
     }
+    if (only.has('backfill')) {
+      // Docket, the raw-SQL reference and graphile-worker's releases, as the backlog drains.
+      const { jobs, warm } = SIZES.backfill;
+      // --backfill-analyze off: no ANALYZE between the warm-up's halves (the control run).
+      const analyzeFlag = args['backfill-analyze'] ?? 'on';
+      if (analyzeFlag !== 'on' && analyzeFlag !== 'off')
+        throw new Error(`--backfill-analyze must be on or off, got ${JSON.stringify(analyzeFlag)}`);
+      const analyze = analyzeFlag === 'on';
+      await alternate(
+        drainContenders.filter(
+          (c) =>
+            c.module.name.startsWith('docket') ||
+            c.module.name === 'raw-sql' ||
+            c.module.name === 'graphile-worker' ||
+            c.module.name === 'graphile-worker-latest',
+        ),
+        'backfill',
+        { jobs, warm, analyzed: analyze ? 'yes' : 'no' },
+        results,
+        (c, round) => backfillRun(c, jobs, warm, { round, capMs: SIZES.backlogCapMs, insertChunk: 10_000, analyze }),
+      );
+    }
     if (only.has('stream')) {
       for (const rate of SIZES.streamRates) {
         await alternate(
@@ -688,8 +719,13 @@ async function main(): Promise<void> {
       }
     }
     if (only.has('single-submit')) {
-      // Users submit one job per request with default settings: each system's default variant.
-      const defaults = submitters.filter((c) => c.variant === 'default');
+      // Users submit one job per request with default settings: each system's default variant,
+      // beside the raw-SQL reference (one INSERT with its NOTIFY per call, a worker claiming on
+      // each wake-up): what this machine allows two commits and a notification.
+      const defaults = [
+        ...submitters.filter((c) => c.variant === 'default'),
+        ...drainContenders.filter((c) => c.module.name === 'raw-sql'),
+      ];
       const { capacityJobs, inFlight, latencyRate, latencyMs } = SIZES.singleSubmit;
       await alternate(
         defaults,

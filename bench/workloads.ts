@@ -7,7 +7,7 @@
  * its speed. A run that does not finish within its time cap is reported as `timeout` with the rate
  * it reached, never as a fast result.
  */
-import { hostNowMs } from './pg-admin.js';
+import { analyzeDatabase, hostNowMs } from './pg-admin.js';
 import { cdfPoints, type Distribution, distribution, histogram } from './stats.js';
 import type { BenchJob, BenchStore, SystemConfig, SystemModule, Variant } from './systems/system.js';
 import { type RssSummary, StartRecorder, sleep, WorkerProcess } from './worker-process.js';
@@ -212,6 +212,85 @@ export async function drainRun(
     run.metrics.started = recorder.distinct;
     run.metrics.seconds = seconds;
     run.metrics.jobsPerSec = recorder.distinct / seconds;
+    run.metrics.peakRssMb = Math.max(0, ...run.rss.map((rss) => rss.peakMb));
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    for (const worker of workers) worker.kill();
+    await store.close().catch(() => {});
+  }
+  run.wallMs = hostNowMs() - wallStart;
+  return run;
+}
+
+/**
+ * A backfill into a running worker, the way most backlogs arrive: one worker process starts on an
+ * empty store and runs `warm` jobs (a fresh install's first traffic: half of them, then the
+ * store's tables analysed as autovacuum analyses a new table after its first fifty or so changes,
+ * then the rest, two per insert), and only then are `n` jobs inserted through the batch API while
+ * that worker runs. Jobs/s from the first
+ * backfill job's start until nothing is due. Unlike `backlog` (worker started after the insert),
+ * every plan the worker's connections keep was made while the table was small (decision 0023).
+ * `analyze: false` leaves the analysis out (a table autovacuum has not reached yet), the control
+ * that tells a cached plan's cost from a running worker's. BullMQ has no table to analyse.
+ */
+export async function backfillRun(
+  contender: Contender,
+  n: number,
+  warm: number,
+  options: RunOptions & { insertChunk?: number; analyze?: boolean },
+): Promise<RunRecord> {
+  const analyze = options.analyze !== false;
+  const run = record(contender, 'backfill', options, { jobs: n, warm, analyzed: analyze ? 'yes' : 'no' });
+  const wallStart = hostNowMs();
+  await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  let workers: WorkerProcess[] = [];
+  try {
+    const recorder = new StartRecorder(warm + n);
+    workers = await WorkerProcess.startMany(1, contender.config, recorder, { cpuProfileDir: options.cpuProfileDir });
+    // Half of the warm-up, the analysis, then the other half two jobs per insert: the worker's
+    // claims and completions after the analysis are planned on the small table it describes.
+    const runWarm = async (from: number, to: number, perInsert: number) => {
+      for (let i = from; i < to; i += perInsert) {
+        await store.insert(benchJobs(Math.min(to, i + perInsert)).slice(i));
+        await sleep(2);
+      }
+      if (!(await recorder.waitFor(to, options.capMs)))
+        throw new Error(`only ${recorder.distinct} of ${to} warm-up jobs started`);
+      const left = await waitUntilNothingDue(store, 15_000);
+      if (left > 0) throw new Error(`${left} warm-up jobs still unfinished 15 s after they started`);
+    };
+    const half = Math.ceil(warm / 2);
+    await runWarm(0, half, half);
+    if (analyze && contender.config.databaseUrl.startsWith('postgres'))
+      await analyzeDatabase(contender.config.databaseUrl);
+    await runWarm(half, warm, 2);
+    const backfill = benchJobs(n).map((job) => ({ i: job.i + warm }));
+    const insertMs = await insertAll(store, backfill, options.insertChunk);
+    run.metrics.insertJobsPerSec = n / (insertMs / 1000);
+    const allStarted = await recorder.waitFor(warm + n, options.capMs);
+    let endMs = hostNowMs();
+    if (allStarted) {
+      const left = await waitUntilNothingDue(store, 15_000);
+      endMs = hostNowMs();
+      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+    } else {
+      fail(run, `only ${recorder.distinct - warm} of ${n} backfill jobs started within ${options.capMs} ms`, 'timeout');
+    }
+    await stopAll(run, workers);
+    workers = [];
+    checkExactlyOnce(run, recorder);
+    let firstBackfillStartMs = Number.POSITIVE_INFINITY;
+    for (let i = warm; i < warm + n; i += 1) {
+      const at = recorder.startMs[i]!;
+      if (at < firstBackfillStartMs) firstBackfillStartMs = at;
+    }
+    const started = recorder.distinct - warm;
+    const seconds = (endMs - firstBackfillStartMs) / 1000;
+    run.metrics.started = started;
+    run.metrics.seconds = seconds;
+    run.metrics.jobsPerSec = started / seconds;
     run.metrics.peakRssMb = Math.max(0, ...run.rss.map((rss) => rss.peakMb));
   } catch (error) {
     fail(run, (error as Error).message, 'error');

@@ -14,6 +14,14 @@
  * - finishes them in batches with a fenced update (id AND token AND owner AND state = 'running'),
  *   one batch in flight, and fails the run if any finish is refused;
  * - on stop, hands rows it claimed but never started back to pending.
+ *
+ * Its single submit (the floor under enqueue-to-start at 1,000 single submits/s) is one autocommitted
+ * `INSERT` of the row with a `pg_notify` in the same statement, from a pool of
+ * {@link SUBMIT_POOL_SIZE} connections (a web app's pool): no batching, no validation, no
+ * idempotency. The worker `LISTEN`s on that channel and claims at once on each notification instead
+ * of waiting out its idle poll, so a job costs what it must: two commits (the insert's and the
+ * claim's) and a notification between them. Drains and spikes insert through Docket, which notifies
+ * on its own channel, so they are measured as before.
  */
 import pg from 'pg';
 import { docketSystem } from './docket.js';
@@ -27,6 +35,22 @@ const KIND = 'bench.noop';
 /** Wait before claiming again when a claim found nothing due. */
 const IDLE_POLL_MS = 10;
 const LEASE_SECONDS = 30;
+/** The wake-up channel of the reference's own submits (Docket's submits notify Docket's channel). */
+export const RAW_WAKE_CHANNEL = 'raw_sql_wake';
+/** Connections the reference's single submits share: node-postgres's default pool size. */
+export const SUBMIT_POOL_SIZE = 10;
+
+/**
+ * A single submit: one pending row due now, with the columns Docket's claim and listings need,
+ * and the wake-up in the same statement so it is delivered only if the row commits.
+ */
+export const RAW_SUBMIT_SQL = `
+  WITH inserted AS (
+    INSERT INTO ${SCHEMA}.jobs (kind, queue, payload, state, run_at, max_attempts, retry_policy, created_at)
+    VALUES ($1, $2, $3, 'pending', now(), 1, '{}'::jsonb, now())
+    RETURNING id
+  )
+  SELECT pg_notify('${RAW_WAKE_CHANNEL}', '') FROM inserted`;
 
 /** The claim: due pending rows of one queue and kind in index order, skipping rows another claimer holds. */
 export const RAW_CLAIM_SQL = `
@@ -67,11 +91,24 @@ export const rawSqlSystem: SystemModule = {
   variants: ['tuned'],
 
   describe(_variant, concurrency) {
-    return `pg only, on Docket's schema: claim ${CLAIM_LIMIT} due rows per statement (FOR UPDATE SKIP LOCKED), run ${concurrency} at once, finish in batches with a fenced update (id, token, owner, state); no registry, wake-ups, renewal or retries`;
+    return `pg only, on Docket's schema: claim ${CLAIM_LIMIT} due rows per statement (FOR UPDATE SKIP LOCKED), run ${concurrency} at once, finish in batches with a fenced update (id, token, owner, state); no registry, renewal or retries; a single submit is one INSERT with its pg_notify (a pool of ${SUBMIT_POOL_SIZE}), and the worker claims on each notification`;
   },
 
   reset: (config) => docketSystem.reset(config),
-  openStore: (config) => docketSystem.openStore(config),
+  async openStore(config) {
+    const store = await docketSystem.openStore(config);
+    const submitPool = new pg.Pool({ connectionString: config.databaseUrl, max: SUBMIT_POOL_SIZE });
+    submitPool.on('error', () => {});
+    return {
+      ...store,
+      async submitOne(i) {
+        await submitPool.query(RAW_SUBMIT_SQL, [KIND, QUEUE, { i }]);
+      },
+      async close() {
+        await Promise.all([store.close(), submitPool.end()]);
+      },
+    };
+  },
   destroy: (config) => docketSystem.destroy(config),
 
   async startWorker(config, onStart) {
@@ -86,6 +123,19 @@ export const rawSqlSystem: SystemModule = {
     let claiming: Promise<void> | null = null;
     let finishing: Promise<void> | null = null;
     let wakeDispatch: (() => void) | null = null;
+    // Wake-ups: a notification ends the idle wait at once, or (arriving while a claim is in
+    // flight, which may have missed the new row) makes the loop claim again instead of waiting.
+    let notified = false;
+    let endIdleWait: (() => void) | null = null;
+    const listener = new pg.Client({ connectionString: config.databaseUrl });
+    listener.on('error', () => {});
+    listener.on('notification', () => {
+      notified = true;
+      if (endIdleWait) endIdleWait();
+      else dispatch();
+    });
+    await listener.connect();
+    await listener.query(`LISTEN ${RAW_WAKE_CHANNEL}`);
 
     const fenced = async (sql: string, rows: ClaimedRow[], what: string) => {
       const result = await pool.query(sql, [rows.map((r) => r.id), rows.map((r) => r.token), owner]);
@@ -133,6 +183,7 @@ export const rawSqlSystem: SystemModule = {
     async function claimLoop(): Promise<void> {
       try {
         while (!stopping && buffer.length < CLAIM_LIMIT / 2) {
+          notified = false;
           const { rows } = await pool.query<ClaimedRow>(RAW_CLAIM_SQL, [owner, QUEUE, KIND, CLAIM_LIMIT]);
           if (stopping) {
             if (rows.length > 0) await fenced(RAW_RELEASE_SQL, rows, 'release');
@@ -140,7 +191,19 @@ export const rawSqlSystem: SystemModule = {
           }
           buffer.push(...rows);
           dispatch();
-          if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+          if (rows.length === 0 && !notified) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(() => {
+                endIdleWait = null;
+                resolve();
+              }, IDLE_POLL_MS);
+              endIdleWait = () => {
+                clearTimeout(timer);
+                endIdleWait = null;
+                resolve();
+              };
+            });
+          }
         }
       } catch (error) {
         failure ??= error as Error;
@@ -169,7 +232,7 @@ export const rawSqlSystem: SystemModule = {
         try {
           if (unstarted.length > 0) await fenced(RAW_RELEASE_SQL, unstarted, 'release');
         } finally {
-          await pool.end();
+          await Promise.all([pool.end(), listener.end().catch(() => {})]);
         }
         if (failure) throw failure;
       },

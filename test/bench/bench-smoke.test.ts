@@ -53,6 +53,18 @@ describe('benchmark harness (smoke mode)', () => {
         metrics: Record<string, number>;
       }[];
     };
+    // The raw-SQL reference takes the single submits too (its own INSERT and NOTIFY per call, its
+    // worker woken by LISTEN), both capacity and start latency, every job once.
+    const rawSingles = runs.filter((run) => run.workload === 'single-submit' && run.label === 'raw-sql');
+    expect(rawSingles.map((run) => [run.status, (run.params as { mode?: string }).mode]).sort()).toEqual([
+      ['ok', 'capacity'],
+      ['ok', 'latency'],
+    ]);
+    // A backfill meets a worker that already ran jobs on a small, analysed table (decision 0023).
+    const backfills = runs.filter((run) => run.workload === 'backfill');
+    expect(backfills.map((run) => run.label)).toEqual(expect.arrayContaining(['docket (default)', 'raw-sql']));
+    for (const run of backfills) expect([run.label, run.status]).toEqual([run.label, 'ok']);
+    expect(report).toMatch(/## 1c\. A backfill into a running worker/);
     const spikes = runs.filter((run) => run.workload === 'spike' && run.status === 'ok');
     expect(spikes.map((run) => run.label)).toContain('docket (default)');
     for (const run of spikes) {
