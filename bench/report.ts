@@ -874,7 +874,7 @@ function singleSubmitSection(bench: BenchResults, targets: Target[]): string[] {
       `${latency?.ratePerSec ?? '?'} submits/s offered for ${Number(latency?.durationMs ?? 0) / 1000} s (at most ` +
       `${latency?.inFlight ?? '?'} in flight) with one default worker; enqueue to start, from each call's slot in the schedule. Medians over rounds.` +
       (all.includes('raw-sql')
-        ? ' The raw-SQL reference is the design without group commit: each call one `INSERT` with its own ' +
+        ? ' The raw-SQL reference is a submit path without group commit: each call one `INSERT` with its own ' +
           '`pg_notify` and commit (a pool of 10 connections), its worker claiming on every notification; ' +
           'PostgreSQL serialises the commits of notifying transactions.'
         : ''),

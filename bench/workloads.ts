@@ -228,9 +228,9 @@ export async function drainRun(
  * empty store and runs `warm` jobs (a fresh install's first traffic: half of them, then the
  * store's tables analysed as autovacuum analyses a new table after its first fifty or so changes,
  * then the rest, two per insert), and only then are `n` jobs inserted through the batch API while
- * that worker runs. Jobs/s from the first
- * backfill job's start until nothing is due. Unlike `backlog` (worker started after the insert),
- * every plan the worker's connections keep was made while the table was small (decision 0023).
+ * that worker runs. Jobs/s from the first backfill job's start until nothing is due. Unlike
+ * `backlog` (worker started after the insert), every plan the worker's connections keep was made
+ * while the table was small (decision 0023).
  * `analyze: false` leaves the analysis out (a table autovacuum has not reached yet), the control
  * that tells a cached plan's cost from a running worker's. BullMQ has no table to analyse.
  */

@@ -15,13 +15,14 @@
  *   one batch in flight, and fails the run if any finish is refused;
  * - on stop, hands rows it claimed but never started back to pending.
  *
- * Its single submit (the floor under enqueue-to-start at 1,000 single submits/s) is one autocommitted
- * `INSERT` of the row with a `pg_notify` in the same statement, from a pool of
- * {@link SUBMIT_POOL_SIZE} connections (a web app's pool): no batching, no validation, no
+ * Its single submit is a submit path without group commit, beside Docket's in the single-submit
+ * workload: one autocommitted `INSERT` of the row with a `pg_notify` in the same statement, from a
+ * pool of {@link SUBMIT_POOL_SIZE} connections (a web app's pool), no batching, validation or
  * idempotency. The worker `LISTEN`s on that channel and claims at once on each notification instead
- * of waiting out its idle poll, so a job costs what it must: two commits (the insert's and the
- * claim's) and a notification between them. Drains and spikes insert through Docket, which notifies
- * on its own channel, so they are measured as before.
+ * of waiting out its idle poll, so a job passes two commits (the insert's and the claim's) and a
+ * notification between them; PostgreSQL serialises the commits of notifying transactions, which
+ * is what this measures. Drains and spikes insert through Docket, which notifies on its own
+ * channel, so they are measured as before.
  */
 import pg from 'pg';
 import { docketSystem } from './docket.js';
