@@ -57,7 +57,6 @@ export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>, url = 
   }
 }
 
-/** Drops (forcing out stale sessions) and recreates a scratch database. */
 /**
  * ANALYZE of every table in the database at `url`: what autovacuum does to a new table once about
  * fifty of its rows changed, after which the planner sizes the table by its statistics.
@@ -66,6 +65,7 @@ export async function analyzeDatabase(url: string): Promise<void> {
   await withAdmin((client) => client.query('ANALYZE').then(() => undefined), url);
 }
 
+/** Drops (forcing out stale sessions) and recreates a scratch database. */
 export async function recreateDatabase(name: string): Promise<string> {
   assertScratch(name);
   await withAdmin(async (client) => {

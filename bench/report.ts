@@ -274,39 +274,35 @@ function backfillSection(bench: BenchResults): string[] {
     ),
     '',
   ];
+  const rate = (workload: string, label: string, params: Params) =>
+    cell(runsOf(bench, workload, label, params), 'jobsPerSec').value;
+  // [row, numerator, divisor, as a percentage, the divisor's workload]
+  const ratios: [string, string, string, boolean, 'backfill' | 'backlog'][] = [
+    [
+      'docket (default) ÷ graphile-worker (default)',
+      'docket (default)',
+      'graphile-worker (default)',
+      false,
+      'backfill',
+    ],
+    ['docket (tuned) ÷ graphile-worker (tuned)', 'docket (tuned)', 'graphile-worker (tuned)', false, 'backfill'],
+    ['docket (default) ÷ docket (tuned)', 'docket (default)', 'docket (tuned)', true, 'backfill'],
+    [
+      'docket (default): running worker ÷ worker started after the insert (1b)',
+      'docket (default)',
+      'docket (default)',
+      true,
+      'backlog',
+    ],
+  ];
   const rows: string[][] = [];
   for (const p of sets) {
-    const rate = (workload: string, label: string, params: Params) =>
-      cell(runsOf(bench, workload, label, params), 'jobsPerSec').value;
-    const backlog = { jobs: Number(p.jobs), procs: 1 };
-    for (const [name, a, b] of [
-      [
-        'docket (default) ÷ graphile-worker (default)',
-        rate('backfill', 'docket (default)', p),
-        rate('backfill', 'graphile-worker (default)', p),
-      ],
-      [
-        'docket (tuned) ÷ graphile-worker (tuned)',
-        rate('backfill', 'docket (tuned)', p),
-        rate('backfill', 'graphile-worker (tuned)', p),
-      ],
-      [
-        'docket (default) ÷ docket (tuned)',
-        rate('backfill', 'docket (default)', p),
-        rate('backfill', 'docket (tuned)', p),
-      ],
-      [
-        'docket (default): running worker ÷ worker started after the insert (1b)',
-        rate('backfill', 'docket (default)', p),
-        rate('backlog', 'docket (default)', backlog),
-      ],
-    ] as [string, number, number][]) {
-      if (Number.isFinite(a) && Number.isFinite(b))
-        rows.push([
-          name,
-          `${Number(p.jobs).toLocaleString('en-US')} jobs`,
-          ratioText(a, b, name.includes('÷ docket') || name.includes('(1b)')),
-        ]);
+    for (const [name, numerator, divisor, percent, divisorWorkload] of ratios) {
+      const a = rate('backfill', numerator, p);
+      const b = rate(divisorWorkload, divisor, divisorWorkload === 'backlog' ? { jobs: Number(p.jobs), procs: 1 } : p);
+      if (!Number.isFinite(a) || !Number.isFinite(b)) continue;
+      const size = `${Number(p.jobs).toLocaleString('en-US')} jobs${p.analyzed === 'no' ? ' (not analysed)' : ''}`;
+      rows.push([name, size, ratioText(a, b, percent)]);
     }
   }
   if (rows.length > 0) out.push(table(['ratio', 'backfill', 'value'], rows), '');

@@ -545,6 +545,16 @@ async function shardMain(): Promise<void> {
   if (smoke && (broken.length > 0 || (results.spike && results.spike.status !== 'ok'))) process.exitCode = 1;
 }
 
+/** graphile-worker's releases: the repository's, and with --peers-latest 0.18 on Node 24. */
+function isGraphileWorker(c: Contender): boolean {
+  return c.module.name === 'graphile-worker' || c.module.name === 'graphile-worker-latest';
+}
+
+/** The systems a backlog drain compares: Docket, the raw-SQL reference and graphile-worker. */
+function drainsABacklog(c: Contender): boolean {
+  return c.module.name.startsWith('docket') || c.module.name === 'raw-sql' || isGraphileWorker(c);
+}
+
 /**
  * Drains of a backlog queued before any worker runs, at every size users hit (the issue's 20k,
  * 100k and 1M), Docket default and tuned beside graphile-worker default and tuned and the raw-SQL
@@ -556,12 +566,9 @@ async function backlogDrains(all: readonly Contender[], results: RunRecord[]): P
   for (const n of SIZES.backlogJobs) {
     const chosen = all.filter(
       (c) =>
-        c.module.name.startsWith('docket') ||
-        c.module.name === 'raw-sql' ||
-        // graphile-worker's releases (the repository's, and with --peers-latest 0.18 on Node 24):
-        // not at the largest size, where its default drain takes far longer than the cap allows.
-        ((c.module.name === 'graphile-worker' || c.module.name === 'graphile-worker-latest') &&
-          (n < largest || SIZES.backlogJobs.length === 1)),
+        // graphile-worker not at the largest size, where its default drain takes far longer than
+        // the cap allows.
+        drainsABacklog(c) && (!isGraphileWorker(c) || n < largest || SIZES.backlogJobs.length === 1),
     );
     await alternate(
       chosen,
@@ -599,9 +606,9 @@ async function main(): Promise<void> {
     ? ['docket-sqlite', ...(requested.includes('docket-baseline') ? (['docket-sqlite-baseline'] as const) : [])]
     : [];
   const sqliteContenders = (await contendersFor(sqliteSystems, unavailable)).filter((c) => c.variant === 'default');
-  // The raw-SQL reference belongs to the limit, the backlog drains and the single submits (the floor
-  // under enqueue-to-start): it joins those only, since its store side is Docket's and every other
-  // workload would measure Docket again.
+  // The raw-SQL reference belongs to the limit, the drains of a backlog (queued first, or backfilled
+  // into a running worker) and the single submits (as a submit path without group commit): it joins
+  // those only, since its store side is Docket's and every other workload would measure Docket again.
   const [reference] =
     (only.has('limit') || only.has('backlog') || only.has('backfill') || only.has('single-submit')) &&
     !requested.includes('raw-sql')
@@ -662,7 +669,6 @@ async function main(): Promise<void> {
       await backlogDrains(drainContenders, results);
     }
     if (only.has('backfill')) {
-      // Docket, the raw-SQL reference and graphile-worker's releases, as the backlog drains.
       const { jobs, warm } = SIZES.backfill;
       // --backfill-analyze off: no ANALYZE between the warm-up's halves (the control run).
       const analyzeFlag = args['backfill-analyze'] ?? 'on';
@@ -670,13 +676,7 @@ async function main(): Promise<void> {
         throw new Error(`--backfill-analyze must be on or off, got ${JSON.stringify(analyzeFlag)}`);
       const analyze = analyzeFlag === 'on';
       await alternate(
-        drainContenders.filter(
-          (c) =>
-            c.module.name.startsWith('docket') ||
-            c.module.name === 'raw-sql' ||
-            c.module.name === 'graphile-worker' ||
-            c.module.name === 'graphile-worker-latest',
-        ),
+        drainContenders.filter(drainsABacklog),
         'backfill',
         { jobs, warm, analyzed: analyze ? 'yes' : 'no' },
         results,
@@ -721,7 +721,7 @@ async function main(): Promise<void> {
     if (only.has('single-submit')) {
       // Users submit one job per request with default settings: each system's default variant,
       // beside the raw-SQL reference (one INSERT with its NOTIFY per call, a worker claiming on
-      // each wake-up): what this machine allows two commits and a notification.
+      // each wake-up: a submit path without group commit).
       const defaults = [
         ...submitters.filter((c) => c.variant === 'default'),
         ...drainContenders.filter((c) => c.module.name === 'raw-sql'),

@@ -175,6 +175,48 @@ async function stopAll(run: RunRecord, workers: WorkerProcess[]): Promise<void> 
 }
 
 /**
+ * The tail of a drain: waits (up to `capMs`) for every job the recorder expects to start, then for
+ * none to be due, stops the workers, checks each job ran once, and records the rate of the jobs
+ * from index `from` on (the ones being drained), timed from the first of their starts.
+ */
+async function finishDrain(
+  run: RunRecord,
+  workers: WorkerProcess[],
+  recorder: StartRecorder,
+  store: BenchStore,
+  capMs: number,
+  from: number,
+  what: string,
+): Promise<void> {
+  const allStarted = await recorder.waitFor(recorder.total, capMs);
+  let endMs = hostNowMs();
+  if (allStarted) {
+    const left = await waitUntilNothingDue(store, 15_000);
+    endMs = hostNowMs();
+    if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
+  } else {
+    fail(
+      run,
+      `only ${recorder.distinct - from} of ${recorder.total - from} ${what} started within ${capMs} ms`,
+      'timeout',
+    );
+  }
+  await stopAll(run, workers);
+  checkExactlyOnce(run, recorder);
+  let firstStartMs = recorder.firstStartMs;
+  if (from > 0) {
+    firstStartMs = Number.POSITIVE_INFINITY;
+    for (let i = from; i < recorder.total; i += 1) firstStartMs = Math.min(firstStartMs, recorder.startMs[i]!);
+  }
+  const started = recorder.distinct - from;
+  const seconds = (endMs - firstStartMs) / 1000;
+  run.metrics.started = started;
+  run.metrics.seconds = seconds;
+  run.metrics.jobsPerSec = started / seconds;
+  run.metrics.peakRssMb = Math.max(0, ...run.rss.map((rss) => rss.peakMb));
+}
+
+/**
  * Drain: `n` no-op jobs inserted first, then `procs` worker processes started together; throughput
  * is n over the time from the first handler start until the store holds no due, unfinished job.
  */
@@ -196,23 +238,8 @@ export async function drainRun(
     workers = await WorkerProcess.startMany(procs, contender.config, recorder, {
       cpuProfileDir: options.cpuProfileDir,
     });
-    const allStarted = await recorder.waitFor(n, options.capMs);
-    let endMs = hostNowMs();
-    if (allStarted) {
-      const left = await waitUntilNothingDue(store, 15_000);
-      endMs = hostNowMs();
-      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
-    } else {
-      fail(run, `only ${recorder.distinct} of ${n} jobs started within ${options.capMs} ms`, 'timeout');
-    }
-    await stopAll(run, workers);
+    await finishDrain(run, workers, recorder, store, options.capMs, 0, 'jobs');
     workers = [];
-    checkExactlyOnce(run, recorder);
-    const seconds = (endMs - recorder.firstStartMs) / 1000;
-    run.metrics.started = recorder.distinct;
-    run.metrics.seconds = seconds;
-    run.metrics.jobsPerSec = recorder.distinct / seconds;
-    run.metrics.peakRssMb = Math.max(0, ...run.rss.map((rss) => rss.peakMb));
   } catch (error) {
     fail(run, (error as Error).message, 'error');
   } finally {
@@ -227,7 +254,7 @@ export async function drainRun(
  * A backfill into a running worker, the way most backlogs arrive: one worker process starts on an
  * empty store and runs `warm` jobs (a fresh install's first traffic: half of them, then the
  * store's tables analysed as autovacuum analyses a new table after its first fifty or so changes,
- * then the rest, two per insert), and only then are `n` jobs inserted through the batch API while
+ * then the rest), and only then are `n` jobs inserted through the batch API while
  * that worker runs. Jobs/s from the first backfill job's start until nothing is due. Unlike
  * `backlog` (worker started after the insert), every plan the worker's connections keep was made
  * while the table was small (decision 0023).
@@ -249,49 +276,25 @@ export async function backfillRun(
   try {
     const recorder = new StartRecorder(warm + n);
     workers = await WorkerProcess.startMany(1, contender.config, recorder, { cpuProfileDir: options.cpuProfileDir });
-    // Half of the warm-up, the analysis, then the other half two jobs per insert: the worker's
-    // claims and completions after the analysis are planned on the small table it describes.
-    const runWarm = async (from: number, to: number, perInsert: number) => {
-      for (let i = from; i < to; i += perInsert) {
-        await store.insert(benchJobs(Math.min(to, i + perInsert)).slice(i));
-        await sleep(2);
-      }
+    // Half of the warm-up, the analysis, then the other half: the worker's claims and completions
+    // after the analysis are planned on the small table it describes.
+    const runWarm = async (from: number, to: number) => {
+      await store.insert(benchJobs(to).slice(from));
       if (!(await recorder.waitFor(to, options.capMs)))
         throw new Error(`only ${recorder.distinct} of ${to} warm-up jobs started`);
       const left = await waitUntilNothingDue(store, 15_000);
       if (left > 0) throw new Error(`${left} warm-up jobs still unfinished 15 s after they started`);
     };
     const half = Math.ceil(warm / 2);
-    await runWarm(0, half, half);
+    await runWarm(0, half);
     if (analyze && contender.config.databaseUrl.startsWith('postgres'))
       await analyzeDatabase(contender.config.databaseUrl);
-    await runWarm(half, warm, 2);
+    await runWarm(half, warm);
     const backfill = benchJobs(n).map((job) => ({ i: job.i + warm }));
     const insertMs = await insertAll(store, backfill, options.insertChunk);
     run.metrics.insertJobsPerSec = n / (insertMs / 1000);
-    const allStarted = await recorder.waitFor(warm + n, options.capMs);
-    let endMs = hostNowMs();
-    if (allStarted) {
-      const left = await waitUntilNothingDue(store, 15_000);
-      endMs = hostNowMs();
-      if (left > 0) fail(run, `${left} jobs still unfinished 15 s after every handler ran`);
-    } else {
-      fail(run, `only ${recorder.distinct - warm} of ${n} backfill jobs started within ${options.capMs} ms`, 'timeout');
-    }
-    await stopAll(run, workers);
+    await finishDrain(run, workers, recorder, store, options.capMs, warm, 'backfill jobs');
     workers = [];
-    checkExactlyOnce(run, recorder);
-    let firstBackfillStartMs = Number.POSITIVE_INFINITY;
-    for (let i = warm; i < warm + n; i += 1) {
-      const at = recorder.startMs[i]!;
-      if (at < firstBackfillStartMs) firstBackfillStartMs = at;
-    }
-    const started = recorder.distinct - warm;
-    const seconds = (endMs - firstBackfillStartMs) / 1000;
-    run.metrics.started = started;
-    run.metrics.seconds = seconds;
-    run.metrics.jobsPerSec = started / seconds;
-    run.metrics.peakRssMb = Math.max(0, ...run.rss.map((rss) => rss.peakMb));
   } catch (error) {
     fail(run, (error as Error).message, 'error');
   } finally {
