@@ -22,6 +22,19 @@ export function unstorableReason(value: string): string | null {
     : `contains an unpaired UTF-16 surrogate at index ${match.index}, which is not valid Unicode text`;
 }
 
+/** Every NUL and unpaired surrogate, for {@link storableText}. */
+const UNSTORABLE_CHARACTERS = new RegExp(UNSTORABLE_CHARACTER.source, 'g');
+
+/**
+ * `value` with each NUL and unpaired surrogate replaced by U+FFFD: for text Docket records rather
+ * than accepts (a handler's thrown message and stack), which must be stored whatever it holds.
+ * A downstream's binary body quoted in an error message is ordinary, and refusing it would leave
+ * the failed attempt unrecorded, its lease to lapse and the job to run again.
+ */
+export function storableText(value: string): string {
+  return UNSTORABLE_CHARACTER.test(value) ? value.replace(UNSTORABLE_CHARACTERS, '\uFFFD') : value;
+}
+
 /**
  * Refuses a string no store can keep as text: a NUL, or a lone surrogate. SQLite would store
  * both and PostgreSQL refuses both, so they are refused up front on every store alike.

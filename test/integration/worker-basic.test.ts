@@ -91,6 +91,36 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     expect(dead?.id).toBe(id);
   });
 
+  it('records a thrown message holding a NUL or a lone surrogate (a quoted binary body) with U+FFFD, and retries at once', async () => {
+    const docket = await open();
+    const attempts: number[] = [];
+    docket.handle('binary.reply', async (_payload, ctx) => {
+      attempts.push(ctx.attempt);
+      if (ctx.attempt === 1) {
+        const error = new Error('downstream said \u0000\u0001 and \ud800 end');
+        error.stack = `Error: stack with \u0000 inside\n    at handler`;
+        throw error;
+      }
+      if (ctx.attempt === 2) throw `a string with \u0000 thrown`;
+    });
+    const completed = deferred<string>();
+    docket.events.on('completed', (event) => completed.resolve(event.job.id));
+    const worker = docket.worker(QUICK);
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'binary.reply', maxAttempts: 3, retry: FAST_RETRY });
+
+    // Before the cleaning, PostgreSQL refused the failure's text: the write was retried until the
+    // lease lapsed and the job ran again only after the lease, and stop waited for the retries.
+    expect(await within(completed.promise, 5000, 'completion after two recorded failures')).toBe(id);
+    expect(attempts).toEqual([1, 2, 3]);
+    const job = await docket.getJob(id);
+    expect(job?.errors.map((error) => [error.attempt, error.message, error.detail ?? null])).toEqual([
+      [1, 'downstream said \ufffd\u0001 and \ufffd end', 'Error: stack with \ufffd inside\n    at handler'],
+      [2, 'a string with \ufffd thrown', null],
+    ]);
+    expect(worker.stats).toMatchObject({ failed: 2, completed: 1, stale: 0 });
+  });
+
   it('a catch-all worker fails a job whose kind has no handler with an error naming the kind, and parks it', async () => {
     const docket = await open();
     docket.handle('known', async () => {});
