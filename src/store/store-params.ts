@@ -6,7 +6,7 @@
  * written.
  */
 import { ValidationError } from '../job/errors.js';
-import type { JobLease, QueueStats } from './store.js';
+import type { FailOutcome, JobLease, QueueStats } from './store.js';
 
 // The page, id, cursor and state rules live in the job layer, where the library, the HTTP API
 // and the CLI call the very same functions before a store is reached.
@@ -86,4 +86,13 @@ export function queueStatsOf(row: QueueCountsRow, paused: boolean): QueueStats {
  */
 export function leaseOf(lease: JobLease): JobLease {
   return { id: lease.id, token: lease.token, leaseOwner: lease.leaseOwner };
+}
+
+/** The earliest run_at among a failure batch's retries (what a local wake-up names), or null when none was retried. */
+export function earliestRetry(outcomes: readonly FailOutcome[]): Date | null {
+  let earliest: Date | null = null;
+  for (const outcome of outcomes) {
+    if (outcome.outcome === 'retry' && (earliest === null || outcome.runAt < earliest)) earliest = outcome.runAt;
+  }
+  return earliest;
 }

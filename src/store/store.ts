@@ -214,13 +214,21 @@ export interface CompletionRecord {
 export type CompleteOutcome = 'done' | 'stale';
 
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
-export interface JobFailParams extends AtTime, JobLease {
+export interface JobFailParams extends AtTime, JobFailure {}
+
+export type FailOutcome = { outcome: 'retry'; runAt: Date } | { outcome: 'parked' } | { outcome: 'stale' };
+
+/** One failed attempt of a {@link JobFailManyParams} batch: its lease, error and decision. */
+export interface JobFailure extends JobLease {
   error: Pick<AttemptError, 'message' | 'kind' | 'detail'>;
   /** Decided by retry/backoff.ts from the claim's attempts and the job's policy. */
   decision: RetryDecision;
 }
 
-export type FailOutcome = { outcome: 'retry'; runAt: Date } | { outcome: 'parked' } | { outcome: 'stale' };
+/** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
+export interface JobFailManyParams extends AtTime {
+  failures: readonly JobFailure[];
+}
 
 /** @experimental Part of the Store contract, which may change between minor versions while Docket is 0.x. */
 export interface JobReleaseParams extends AtTime, JobLease {}
@@ -631,6 +639,13 @@ export interface Store {
   /** Records the attempt's error and applies the decision: retry at now + delay, or park. */
   jobFail(params: JobFailParams): Promise<FailOutcome>;
 
+  /**
+   * {@link jobFail} for many failed attempts in one round trip, each fenced by its own token and
+   * owner; answers in input order. A lease named twice is written once: its first copy answers,
+   * the later ones answer `stale`.
+   */
+  jobFailMany(params: JobFailManyParams): Promise<FailOutcome[]>;
+
   /** Gives a lease back (graceful shutdown): the job is due at once and the attempt is not counted. */
   jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome>;
 
@@ -804,6 +819,7 @@ export type StorePartition = Pick<
   | 'jobReleaseByOwner'
   | 'jobHeartbeatMany'
   | 'jobCompleteMany'
+  | 'jobFailMany'
   | 'subscribe'
   | 'isConnectionLoss'
 >;

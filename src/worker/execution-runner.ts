@@ -8,15 +8,16 @@ import type { Clock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { JobLease } from '../store/store.js';
 import type { DocketEvents } from './docket-events.js';
+import type { FailureWriter } from './failure-writer.js';
 import { IntrusiveList } from './intrusive-list.js';
-import type { CompletionResult } from './job-completer.js';
+import type { CompletionResult, JobCompleter } from './job-completer.js';
 import { JobExecution, type JobExecutionHooks } from './job-execution.js';
 import type { HandlerOutcome } from './job-executor.js';
 import { invokeHandler, WorkerJobContext } from './job-executor.js';
 import type { AbortReason, JobHandler } from './job-handler.js';
 import type { Logger } from './logger.js';
 import type { OutcomeWriter } from './outcome-writer.js';
-import type { PartitionedCompleter } from './partitioned-completer.js';
+import type { PartitionedBatchers } from './partitioned-batchers.js';
 import type { PartitionedRenewer } from './partitioned-renewer.js';
 import type { WorkerReporter } from './worker-reporter.js';
 
@@ -30,7 +31,9 @@ export interface ExecutionRunnerDependencies {
   events: DocketEvents;
   report: WorkerReporter;
   outcomes: OutcomeWriter;
-  completer: PartitionedCompleter;
+  completer: PartitionedBatchers<JobCompleter>;
+  /** Where failed attempts wait for their batch (a lost lease withdraws one). */
+  failures: PartitionedBatchers<FailureWriter>;
   renewer: PartitionedRenewer;
   /** Keeps an outcome write for shutdown to wait on (and errors from escaping). */
   track(write: Promise<void>): void;
@@ -71,7 +74,7 @@ export class ExecutionRunner implements JobExecutionHooks {
       const message =
         `no handler registered for kind "${job.kind}" on worker ${deps.workerId}` +
         ` (registered: ${known.length > 0 ? known.map((k) => `"${k}"`).join(', ') : 'none'})`;
-      deps.track(deps.outcomes.fail(execution, { kind: 'thrown', message, detail: undefined }));
+      deps.outcomes.fail(execution, { kind: 'thrown', message, detail: undefined });
       return;
     }
     if (job.timeoutMs !== null) execution.armTimeout(() => this.cutOff(execution, 'timeout'));
@@ -99,7 +102,10 @@ export class ExecutionRunner implements JobExecutionHooks {
    */
   leaseLost(execution: JobExecution): void {
     if (execution.handlerRunning) this.cutOff(execution, 'lease_lost');
-    else this.deps.completer.withdraw(execution.lease);
+    else {
+      this.deps.completer.withdraw(execution.lease);
+      this.deps.failures.withdraw(execution.lease);
+    }
   }
 
   /** Resolves once no handler runs, or after `graceMs`, whichever is first. */
@@ -134,11 +140,11 @@ export class ExecutionRunner implements JobExecutionHooks {
       const action = execution.settle(outcome);
       if (action === 'fail' && outcome.kind === 'threw') {
         const error = { kind: 'thrown' as const, message: outcome.message, detail: outcome.detail };
-        deps.track(deps.outcomes.fail(execution, error, outcome.hints));
+        deps.outcomes.fail(execution, error, outcome.hints);
       } else if (action === 'completed_in_transaction') {
         deps.report.completed(execution.job, execution.elapsedMs());
       } else if (action === 'complete') {
-        deps.completer.complete(execution.lease, execution, this.completionWritten);
+        deps.completer.of(execution.lease).complete(execution.lease, execution, this.completionWritten);
       }
     } catch (error) {
       deps.onInternalError(error);
@@ -179,7 +185,7 @@ export class ExecutionRunner implements JobExecutionHooks {
     if (reason === 'timeout') {
       this.deps.report.counters.timedOut += 1;
       const message = `timed out: ${execution.cutOffMessage('timeout')}`;
-      track(outcomes.fail(execution, { kind: 'timeout', message, detail: undefined }));
+      outcomes.fail(execution, { kind: 'timeout', message, detail: undefined });
     } else if (reason === 'shutdown') {
       track(outcomes.release(execution.job, execution.lease, execution));
     }

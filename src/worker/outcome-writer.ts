@@ -1,19 +1,22 @@
 /**
  * The fenced outcome writes of a worker's executions that are not batched completions: a failed
- * attempt (`jobFail` with a decision from `decideAfterFailure`), a lease given back
- * (`jobRelease`) and a completion inside the handler's own transaction. Each is fenced by the
+ * attempt (batched by the {@link FailureWriter}s, with a decision from `decideAfterFailure`), a
+ * lease given back (`jobRelease`) and a completion inside the handler's own transaction. Each is fenced by the
  * claim's token and retried through database errors only while the lease is still ours.
  */
 import type { Clock } from '../clock/clock.js';
 import { ConfigurationError } from '../job/errors.js';
 import type { AttemptError, ClaimedJob } from '../job/job.js';
-import { decideAfterFailure, type RetryHints } from '../retry/backoff.js';
-import type { JobLease, Store } from '../store/store.js';
+import { decideAfterFailure, type RetryDecision, type RetryHints } from '../retry/backoff.js';
+import type { FailOutcome, JobLease, Store } from '../store/store.js';
 import { leaseOf } from '../store/store-params.js';
+import type { FailureWriter } from './failure-writer.js';
 import { writeWhileHeld } from './fenced-write.js';
 import type { JobExecution } from './job-execution.js';
 import { StaleLeaseError } from './job-handler.js';
+import type { BatchedWriteResult } from './lease-write-batcher.js';
 import type { Logger } from './logger.js';
+import type { PartitionedBatchers } from './partitioned-batchers.js';
 import type { PartitionedRenewer } from './partitioned-renewer.js';
 import type { WorkerReporter } from './worker-reporter.js';
 
@@ -28,18 +31,28 @@ export interface OutcomeWriterDependencies {
   leaseMs: number;
   /** Completions delete the job's row (retention 0) rather than keep a done record. */
   deleteDoneRecords: boolean;
+  /** Where failed attempts wait for their batch, per partition. */
+  failures: PartitionedBatchers<FailureWriter>;
+  /** Keeps an unbatched outcome write for shutdown to wait on (and errors from escaping). */
+  track(write: Promise<void>): void;
 }
 
 /** Writes fail, release and in-transaction completions for one worker. */
 export class OutcomeWriter {
   constructor(private readonly deps: OutcomeWriterDependencies) {}
 
-  /** Records the failed attempt of `execution` and finishes it; `hints` steer the retry decision. */
-  async fail(
+  /**
+   * Records the failed attempt of `execution` and finishes it once written; `hints` steer the
+   * retry decision. The write joins its partition's next failure batch (decision 0024), fenced by
+   * the lease's token and owner; a lost lease abandons it. Only an execution whose lease went to
+   * the handler's transaction (`ctx.completeInTransaction`, then rolled back) is written alone:
+   * the renewer no longer holds that lease, so the batch would abandon it.
+   */
+  fail(
     execution: JobExecution,
     error: Pick<AttemptError, 'message' | 'kind' | 'detail'>,
     hints: RetryHints = {},
-  ): Promise<void> {
+  ): void {
     const { job, lease } = execution;
     const decision = decideAfterFailure({
       attempts: job.attempts,
@@ -48,11 +61,41 @@ export class OutcomeWriter {
       random: this.deps.random,
       hints,
     });
-    const outcome = await this.fencedWrite(lease, 'fail', execution, () =>
-      this.deps.store.jobFail({ ...leaseOf(lease), error, decision }),
+    if (execution.completedInTransaction) {
+      this.deps.track(this.failAlone(execution, error, decision));
+      return;
+    }
+    this.deps.failures.of(lease).fail(lease, { error, decision }, { execution, error }, this.failureWritten);
+  }
+
+  /** What became of a failure {@link fail} queued (one function for every failure). */
+  private readonly failureWritten = (
+    { execution, error }: { execution: JobExecution; error: Pick<AttemptError, 'message' | 'kind' | 'detail'> },
+    result: BatchedWriteResult<FailOutcome>,
+  ): void => {
+    execution.finish();
+    if (result !== 'abandoned') this.reportFailure(execution, error, result);
+  };
+
+  /** The failure of an execution whose lease the handler's transaction had: one fenced write. */
+  private async failAlone(
+    execution: JobExecution,
+    error: Pick<AttemptError, 'message' | 'kind' | 'detail'>,
+    decision: RetryDecision,
+  ): Promise<void> {
+    const outcome = await this.fencedWrite(execution.lease, 'fail', execution, () =>
+      this.deps.store.jobFail({ ...leaseOf(execution.lease), error, decision }),
     );
     execution.finish();
-    if (outcome === undefined) return;
+    if (outcome !== undefined) this.reportFailure(execution, error, outcome);
+  }
+
+  private reportFailure(
+    execution: JobExecution,
+    error: Pick<AttemptError, 'message' | 'kind' | 'detail'>,
+    outcome: FailOutcome,
+  ): void {
+    const { job } = execution;
     if (outcome.outcome === 'stale') {
       this.deps.report.stale(job, 'fail');
       return;

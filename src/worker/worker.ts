@@ -50,14 +50,16 @@ import { AdaptivePrefetch } from './adaptive-prefetch.js';
 import { ClaimKinds } from './claim-kinds.js';
 import type { DocketEvents } from './docket-events.js';
 import { ExecutionRunner } from './execution-runner.js';
+import { FailureWriter } from './failure-writer.js';
 import { JobClaimer } from './job-claimer.js';
+import { JobCompleter } from './job-completer.js';
 import type { JobHandler } from './job-handler.js';
 import type { LeaseLossReason } from './lease-renewer.js';
 import type { Logger } from './logger.js';
 import { childLogger } from './logger.js';
 import { OutcomeWriter } from './outcome-writer.js';
+import { PartitionedBatchers } from './partitioned-batchers.js';
 import { PartitionedBuffer } from './partitioned-buffer.js';
-import { PartitionedCompleter } from './partitioned-completer.js';
 import { PartitionedRenewer } from './partitioned-renewer.js';
 import type { BufferedJob } from './prefetch-buffer.js';
 import type { ResolvedWorkerOptions, WorkerOptions } from './worker-options.js';
@@ -130,7 +132,9 @@ export class Worker {
   private slotTurn = 0;
   private startingBuffered = false;
   private readonly renewer: PartitionedRenewer;
-  private readonly completer: PartitionedCompleter;
+  private readonly completer: PartitionedBatchers<JobCompleter>;
+  /** Failed attempts, batched as completions are (decision 0024). */
+  private readonly failures: PartitionedBatchers<FailureWriter>;
   /** Most outcome writes (failures, releases) in flight before claims pause. */
   private readonly writesAhead: number;
   /** Most completions left unwritten before claims pause: four batches, and never under {@link writesAhead}. */
@@ -182,22 +186,33 @@ export class Worker {
       { onLost: (lease, reason) => this.onLeaseLost(lease, reason), onError: (error) => onError(error, 'heartbeat') },
       clock,
     );
-    this.completer = new PartitionedCompleter(this.partitions, {
+    const batching = {
       batchSize: this.options.completionBatchSize,
       flushMs: this.options.completionFlushMs,
-      isHeld: (lease) => this.renewer.holds(lease),
-      deleteDoneRecords: deps.deleteDoneRecords === true,
-      onError: (error) => onError(error, 'complete'),
+      isHeld: (lease: JobLease) => this.renewer.holds(lease),
       onRoundTripEnded: () => {
         // Only after claims paused for completions: otherwise handler slots freeing tell the loops.
-        if (this.pausedForCompletions && this.completer.unwritten <= this.completionsAhead) {
+        if (this.pausedForCompletions && this.unwrittenOutcomes() <= this.completionsAhead) {
           this.pausedForCompletions = false;
           this.slotFreed();
         }
       },
       random: deps.random,
       clock,
-    });
+    };
+    this.completer = new PartitionedBatchers(
+      this.partitions,
+      (part) =>
+        new JobCompleter(part, {
+          ...batching,
+          deleteDoneRecords: deps.deleteDoneRecords === true,
+          onError: (error) => onError(error, 'complete'),
+        }),
+    );
+    this.failures = new PartitionedBatchers(
+      this.partitions,
+      (part) => new FailureWriter(part, { ...batching, onError: (error) => onError(error, 'fail') }),
+    );
     this.claimers = this.partitions.parts.map(
       (part, index) =>
         new JobClaimer(part, {
@@ -240,6 +255,8 @@ export class Worker {
       logger: this.logger,
       leaseMs: this.options.leaseMs,
       deleteDoneRecords: deps.deleteDoneRecords === true,
+      failures: this.failures,
+      track: (write) => this.track(write),
     });
     this.runner = new ExecutionRunner({
       workerId: this.id,
@@ -250,6 +267,7 @@ export class Worker {
       report: this.report,
       outcomes: this.outcomes,
       completer: this.completer,
+      failures: this.failures,
       renewer: this.renewer,
       track: (write) => this.track(write),
       onInternalError: (error) => this.report.error(error, 'internal'),
@@ -377,7 +395,7 @@ export class Worker {
     await this.runner.handlersSettled(this.options.shutdownGraceMs);
     this.runner.cutOffAll();
     while (this.writes.size > 0) await Promise.all([...this.writes]);
-    await this.completer.drain();
+    await Promise.all([this.completer.drain(), this.failures.drain()]);
     await this.renewer.stop();
     this.state = 'stopped';
     this.logger.info({ stopMs: Math.round(this.clock.monotonic() - startedAt) }, 'docket: worker stopped');
@@ -401,7 +419,7 @@ export class Worker {
     // drain they did: 182,000 jobs whose handlers had run waited, leased, heartbeated and held in
     // memory, for their completions (docs/benchmarks.md, issue 17). Writing completions is a
     // worker's real pace; a newly freed room is told when a round trip ends (onRoundTripEnded).
-    if (this.completer.unwritten > this.completionsAhead) {
+    if (this.unwrittenOutcomes() > this.completionsAhead) {
       this.pausedForCompletions = true;
       return 0;
     }
@@ -429,6 +447,11 @@ export class Worker {
     if (this.claimers.length === 1) return 0;
     const share = Math.max(1, Math.ceil(this.options.concurrency / this.claimers.length));
     return Math.max(0, share - (this.runningByPart[part] ?? 0) - this.buffer.sizeOf(part));
+  }
+
+  /** Completions and failed attempts whose handlers have settled but whose writes the store has not answered. */
+  private unwrittenOutcomes(): number {
+    return this.completer.unwritten + this.failures.unwritten;
   }
 
   /** Jobs to hold beyond the free slots now, per partition: the fixed `prefetch`, or the automatic one's current target. */

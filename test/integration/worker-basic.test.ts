@@ -121,6 +121,79 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     expect(worker.stats).toMatchObject({ failed: 2, completed: 1, stale: 0 });
   });
 
+  it('writes the failed attempts of many jobs in few batches, each retried once and recorded once (decision 0024)', async () => {
+    // A downstream outage: every job's first attempt throws. One write per failure drained it at
+    // a fourteenth of the rate of jobs that succeed.
+    const docket = await open();
+    const total = 400;
+    const attemptsOf = new Map<number, number[]>();
+    docket.handle<{ n: number }>('outage.hook', async ({ n }, ctx) => {
+      attemptsOf.set(n, [...(attemptsOf.get(n) ?? []), ctx.attempt]);
+      if (ctx.attempt === 1) throw new Error(`503 for ${n}`);
+    });
+    const store = docket.store;
+    const failMany = store.jobFailMany.bind(store);
+    const batchSizes: number[] = [];
+    store.jobFailMany = async (params) => {
+      batchSizes.push(params.failures.length);
+      return failMany(params);
+    };
+    const single = store.jobFail.bind(store);
+    let singles = 0;
+    store.jobFail = async (params) => {
+      singles += 1;
+      return single(params);
+    };
+    await docket.submitMany(
+      Array.from({ length: total }, (_, n) => ({ kind: 'outage.hook', payload: { n }, retry: FAST_RETRY })),
+    );
+    const worker = docket.worker({ ...QUICK, concurrency: 24 });
+    await worker.start();
+    await expect.poll(() => worker.stats.completed, { timeout: 20_000, interval: 50 }).toBe(total);
+    await worker.stop();
+
+    expect(singles).toBe(0);
+    expect(batchSizes.reduce((sum, size) => sum + size, 0)).toBe(total);
+    expect(batchSizes.length).toBeLessThan(total / 4);
+    expect([...attemptsOf.values()].filter((attempts) => attempts.join() !== '1,2')).toEqual([]);
+    expect(attemptsOf.size).toBe(total);
+    const job = await docket.getJob((await docket.listJobs({ kind: 'outage.hook', limit: 1 }))[0]!.id);
+    expect(job?.errors.map((error) => [error.attempt, error.message])).toEqual([
+      [1, expect.stringMatching(/^503 for /)],
+    ]);
+    expect(worker.stats).toMatchObject({ failed: total, completed: total, stale: 0, parked: 0 });
+  });
+
+  it('retries a failure batch the database refused while the lease is still held, and records it once', async () => {
+    const docket = await open();
+    const done = deferred<string>();
+    docket.events.on('completed', (event) => done.resolve(event.job.id));
+    docket.handle('flaky.db', async (_payload, ctx) => {
+      if (ctx.attempt === 1) throw new Error('first try');
+    });
+    const store = docket.store;
+    const failMany = store.jobFailMany.bind(store);
+    let calls = 0;
+    store.jobFailMany = async (params) => {
+      calls += 1;
+      if (calls === 1) throw Object.assign(new Error('connection terminated unexpectedly'), { code: '57P01' });
+      return failMany(params);
+    };
+    const errors: string[] = [];
+    docket.events.on('error', (event) => errors.push(event.operation));
+    const worker = docket.worker(QUICK);
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'flaky.db', maxAttempts: 3, retry: FAST_RETRY });
+
+    expect(await within(done.promise, 10_000, 'completion after the refused failure batch')).toBe(id);
+    await worker.stop();
+    expect(calls).toBe(2);
+    expect(errors).toContain('fail');
+    const job = await docket.getJob(id);
+    expect(job?.errors.map((error) => [error.attempt, error.message])).toEqual([[1, 'first try']]);
+    expect(job).toMatchObject({ state: 'done', attempts: 2 });
+  });
+
   it('a catch-all worker fails a job whose kind has no handler with an error naming the kind, and parks it', async () => {
     const docket = await open();
     docket.handle('known', async () => {});

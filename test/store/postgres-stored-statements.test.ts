@@ -85,6 +85,7 @@ describe('PostgresStore: stored hot statements', () => {
       'claim_searching',
       'complete_delete_jobs',
       'complete_jobs',
+      'fail_jobs',
       'heartbeat_jobs',
       'insert_jobs',
     ]);
@@ -219,7 +220,7 @@ describe('PostgresStore: stored hot statements', () => {
     }
   });
 
-  it('claims, completes and renews by job id, even when the plans were made on a table of a few rows (decision 0023)', async () => {
+  it('claims, completes, fails and renews by job id, even when the plans were made on a table of a few rows (decision 0023)', async () => {
     // A worker on a fresh install: its first claims, completions and renewals find a table of a
     // handful of rows on one page, already analysed, and each stored function keeps the plan it
     // makes then. With the plain `j.id = l.id`, the completion's plan scanned the whole primary key
@@ -272,6 +273,17 @@ describe('PostgresStore: stored hot statements', () => {
       'done',
       'done',
     ]);
+    const failBoth = async (ids: string[]) => {
+      const error = { kind: 'thrown' as const, message: 'boom', detail: undefined };
+      const outcomes = await jobs.failMany(connection, {
+        failures: [
+          { ...leasesOf(ids)[0]!, error, decision: { kind: 'retry', delayMs: 1000 } },
+          { ...leasesOf(ids)[1]!, error, decision: { kind: 'park' } },
+        ],
+      });
+      expect(outcomes.map((outcome) => outcome.outcome)).toEqual(['retry', 'parked']);
+    };
+    await failBoth(await runningIds(2));
 
     // The table grows to 30,000 rows, with no ANALYZE (autovacuum may be off or not yet run).
     await insertRunning(30_000);
@@ -295,6 +307,17 @@ describe('PostgresStore: stored hot statements', () => {
       );
       expect(plan[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash/);
     }
+    plans.length = 0;
+    await failBoth(await runningIds(2));
+    const failPlans = nestedPlans(plans, 'err_message');
+    expect(failPlans).toHaveLength(1);
+    // Both the retry's update and the park's delete probe the primary key by the lease's id.
+    expect(
+      failPlans[0]!.match(
+        /Index Scan using jobs_pkey on jobs j(_1)? [^\n]*\n\s+Index Cond: \(id = ANY \(ARRAY\[l(_1)?\.id/g,
+      ),
+    ).toHaveLength(2);
+    expect(failPlans[0]).not.toMatch(/Seq Scan on jobs|Bitmap|Hash Join/);
     plans.length = 0;
     await claimBoth();
 

@@ -65,6 +65,19 @@ export function intArrayParam(values: readonly (number | null)[]): string {
   return `${literal}}`;
 }
 
+/** A `double precision[]` literal; every element must be a finite number or null (NULL). */
+export function floatArrayParam(values: readonly (number | null)[]): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i += 1) {
+    const value = values[i];
+    if (i > 0) literal += ',';
+    if (value === null || value === undefined) literal += 'NULL';
+    else if (Number.isFinite(value)) literal += String(value);
+    else throw new TypeError(`floatArrayParam: ${value} is not a finite number`);
+  }
+  return `${literal}}`;
+}
+
 /**
  * A `timestamptz[]` literal of instants in years 1 to 9999 (submits accept 1970 to 9999), null as
  * NULL: each element in ISO 8601 UTC, exact to the millisecond like the Date itself.

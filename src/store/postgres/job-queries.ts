@@ -22,7 +22,7 @@ import type {
   FailOutcome,
   JobCancelParams,
   JobCompleteManyParams,
-  JobFailParams,
+  JobFailManyParams,
   JobHeartbeatManyParams,
   JobPruneParams,
   JobReleaseByOwnerParams,
@@ -36,6 +36,7 @@ import type {
 import { queueStatsOf } from '../store-params.js';
 import {
   bigintArrayParam,
+  floatArrayParam,
   intArrayParam,
   type LeaseBatch,
   leaseBatch,
@@ -78,6 +79,9 @@ function acceptCopiesOfDeletedLeases(batch: LeaseBatch, out: CompleteOutcome[]):
   for (let i = 0; i < batch.indexes.length; i += 1) if (accepted.has(keyOf(i))) out[batch.indexes[i]!] = 'done';
 }
 
+/** A failure that was not written (its lease is not current), shared: it is never mutated. */
+const STALE_FAILURE: FailOutcome = Object.freeze({ outcome: 'stale' });
+
 /** The SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresJobQueries {
   private readonly sql: ReturnType<typeof buildSql>;
@@ -101,6 +105,7 @@ export class PostgresJobQueries {
     completeMany: StoredStatement;
     completeDeleteMany: StoredStatement;
     heartbeatMany: StoredStatement;
+    failMany: StoredStatement;
   };
 
   constructor(schemaName: string) {
@@ -146,6 +151,21 @@ export class PostgresJobQueries {
         returns: 'ord bigint, lease_until timestamptz',
         sql: this.sql.heartbeatMany,
       }),
+      failMany: storedStatement(schema, {
+        prefix: 'fail_jobs',
+        parameterTypes: [
+          'timestamptz',
+          'bigint[]',
+          'integer[]',
+          'text[]',
+          'text[]',
+          'text[]',
+          'text[]',
+          'double precision[]',
+        ],
+        returns: 'ord bigint, run_at timestamptz',
+        sql: this.sql.failMany,
+      }),
     };
   }
 
@@ -156,6 +176,7 @@ export class PostgresJobQueries {
       this.stored.completeMany,
       this.stored.completeDeleteMany,
       this.stored.heartbeatMany,
+      this.stored.failMany,
     ];
   }
 
@@ -329,26 +350,39 @@ export class PostgresJobQueries {
     return out;
   }
 
-  /** Records the attempt's error and applies the caller's decision (retry or park). */
-  async fail(db: Queryable, params: JobFailParams): Promise<FailOutcome> {
-    const id = sqlJobId(params.id);
-    if (id === null) return { outcome: 'stale' };
-    const errorParams = [params.error.message, params.error.kind, params.error.detail ?? null];
-    const owner = params.leaseOwner ?? null;
-    if (params.decision.kind === 'retry') {
-      const result = await db.query<{ run_at: Date }>(this.sql.failRetry, [
-        pinned(params.now),
-        id,
-        params.token,
-        ...errorParams,
-        params.decision.delayMs,
-        owner,
-      ]);
-      const row = result.rows[0];
-      return row ? { outcome: 'retry', runAt: row.run_at } : { outcome: 'stale' };
+  /**
+   * Records each failed attempt's error and applies its decision (retry at now + delay, or park
+   * in dead_jobs), each fenced by its own token and owner; `stale` for the rest, in input order.
+   */
+  async failMany(db: Queryable, params: JobFailManyParams): Promise<FailOutcome[]> {
+    const { failures } = params;
+    const out: FailOutcome[] = failures.map(() => STALE_FAILURE);
+    const batch = leaseBatch(failures);
+    if (batch.indexes.length === 0) return out;
+    const messages: string[] = [];
+    const kinds: string[] = [];
+    const details: (string | null)[] = [];
+    const delays: (number | null)[] = [];
+    for (const index of batch.indexes) {
+      const { error, decision } = failures[index]!;
+      messages.push(error.message);
+      kinds.push(error.kind);
+      details.push(error.detail ?? null);
+      delays.push(decision.kind === 'retry' ? decision.delayMs : null);
     }
-    const result = await db.query(this.sql.failPark, [pinned(params.now), id, params.token, ...errorParams, owner]);
-    return result.rowCount === 1 ? { outcome: 'parked' } : { outcome: 'stale' };
+    const result = await db.query<{ ord: string; run_at: Date | null }>(this.stored.failMany.callSql, [
+      pinned(params.now),
+      ...leaseBatchParams(batch),
+      textArrayParam(messages),
+      textArrayParam(kinds),
+      textArrayParam(details),
+      floatArrayParam(delays),
+    ]);
+    for (const row of result.rows) {
+      out[batch.indexes[Number(row.ord) - 1]!] =
+        row.run_at === null ? { outcome: 'parked' } : { outcome: 'retry', runAt: row.run_at };
+    }
+    return out;
   }
 
   /** Gives a lease back: due at once, attempt not counted; wakes listeners. */
@@ -692,30 +726,48 @@ function buildSql(s: string, channel: string) {
       SELECT count(*)::int AS done, string_agg(ord::text, ',') AS ords FROM accepted`,
 
     /**
-     * failRetry: records the error and reschedules the job at now + delay.
-     * Params: $1 now?, $2 id, $3 token, $4 message, $5 kind, $6 detail?, $7 delay ms, $8 owner?.
-     * Result: the new run_at, or no row when the token or owner is stale or the job is not running.
+     * failMany: records each failed attempt's error and applies its decision: a retry makes the
+     *   job pending at now + delay, a park moves it to dead_jobs; each fenced by its own token and
+     *   owner, as completeMany.
+     * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
+     *   fenced by the token alone), $5 messages text[], $6 error kinds text[], $7 details text[]
+     *   (NULL = none), $8 delay ms double precision[] (NULL = park).
+     * Result: ord (1-based input position) and, for a retry, the new run_at (NULL for a park),
+     *   for each accepted failure only.
+     * A lease named twice is written once (DISTINCT ON keeps its first copy): one statement must
+     *   not update or delete a row twice. Plan: each element's row by id in the primary key
+     *   (jobRowById, decision 0023; the "C" collation as in completeMany).
      */
-    failRetry: `
-      UPDATE ${jobs} j
-      SET state = 'pending', run_at = ${NOW} + ${ms('$7')}, lease_until = NULL,
-          errors = j.errors || jsonb_build_array(${errorEntry('j.attempts', '$4::text', '$5::text', '$6::text', 'j')})
-      WHERE j.id = $2 AND j.token = $3 AND ${ownerMatches('$8::text')} AND j.state = 'running'
-      RETURNING j.run_at`,
-
-    /**
-     * failPark: records the error and moves the job to dead_jobs.
-     * Params: $1 now?, $2 id, $3 token, $4 message, $5 kind, $6 detail?, $7 owner?.
-     * Result: the parked id, or no row when the token or owner is stale or the job is not running.
-     */
-    failPark: `
-      WITH moved AS (
+    failMany: `
+      WITH l AS MATERIALIZED (
+        SELECT DISTINCT ON (f.id) f.id, f.token, f.owner, f.err_message, f.err_kind, f.err_detail, f.delay_ms, f.ord
+        FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::double precision[])
+          WITH ORDINALITY AS f(id, token, owner, err_message, err_kind, err_detail, delay_ms, ord)
+        ORDER BY f.id, f.ord
+      ),
+      retried AS (
+        UPDATE ${jobs} j
+        SET state = 'pending', run_at = ${NOW} + ${ms('l.delay_ms')}, lease_until = NULL,
+            errors = j.errors || jsonb_build_array(${errorEntry('j.attempts', 'l.err_message', 'l.err_kind', 'l.err_detail', 'j')})
+        FROM l
+        WHERE ${jobRowById('l.id')} AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
+          AND l.delay_ms IS NOT NULL
+        RETURNING l.ord, j.run_at
+      ),
+      moved AS (
         DELETE FROM ${jobs} j
-        WHERE j.id = $2 AND j.token = $3 AND ${ownerMatches('$7::text')} AND j.state = 'running'
-        RETURNING j.*
+        USING l
+        WHERE ${jobRowById('l.id')} AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"
+          AND l.delay_ms IS NULL
+        RETURNING j.*, l.ord, l.err_message, l.err_kind, l.err_detail
+      ),
+      parked AS (
+        ${parkInsert(dead, 'moved', `m.errors || jsonb_build_array(${errorEntry('m.attempts', 'm.err_message', 'm.err_kind', 'm.err_detail', 'm')})`)}
+        RETURNING id
       )
-      ${parkInsert(dead, 'moved', `m.errors || jsonb_build_array(${errorEntry('m.attempts', '$4::text', '$5::text', '$6::text', 'm')})`)}
-      RETURNING id`,
+      SELECT ord, run_at FROM retried
+      UNION ALL
+      SELECT ord, NULL::timestamptz FROM moved`,
 
     /**
      * release: gives a lease back; the job is pending and due at once (run_at is already past),

@@ -52,6 +52,7 @@ import type {
   JobCompleteManyParams,
   JobCompleteParams,
   JobCountParams,
+  JobFailManyParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -81,7 +82,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, leaseOf, positiveMs, reserveIdCount } from '../store-params.js';
+import { claimLimit, earliestRetry, leaseOf, positiveMs, reserveIdCount } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import {
   type ConnectionHealth,
@@ -441,9 +442,15 @@ export class PostgresStore implements Store {
   }
 
   async jobFail(params: JobFailParams): Promise<FailOutcome> {
-    const outcome = await this.queries.fail(this.pool, params);
-    if (outcome.outcome === 'retry') this.wakeLocally({ runAt: outcome.runAt });
-    return outcome;
+    const [outcome] = await this.jobFailMany({ now: params.now, failures: [params] });
+    return outcome ?? { outcome: 'stale' };
+  }
+
+  async jobFailMany(params: JobFailManyParams): Promise<FailOutcome[]> {
+    const outcomes = await this.queries.failMany(this.pool, params);
+    const retryAt = earliestRetry(outcomes);
+    if (retryAt !== null) this.wakeLocally({ runAt: retryAt });
+    return outcomes;
   }
 
   async jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {

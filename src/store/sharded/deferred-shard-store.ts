@@ -38,6 +38,7 @@ const FORWARDED_METHODS = Object.keys({
   jobComplete: true,
   jobCompleteMany: true,
   jobFail: true,
+  jobFailMany: true,
   jobRelease: true,
   jobReleaseByOwner: true,
   jobCancel: true,

@@ -52,7 +52,9 @@ import type {
   JobCompleteManyParams,
   JobCompleteParams,
   JobCountParams,
+  JobFailManyParams,
   JobFailParams,
+  JobFailure,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
   JobLease,
@@ -1060,6 +1062,7 @@ export class ShardedStore implements Store, ShardAdmin {
       jobReleaseByOwner: (params) => on((store) => store.jobReleaseByOwner(params)),
       jobHeartbeatMany: (params) => on((store) => store.jobHeartbeatMany(params)),
       jobCompleteMany: (params) => on((store) => store.jobCompleteMany(params)),
+      jobFailMany: (params) => on((store) => store.jobFailMany(params)),
       // The shard's own wake-ups (its LISTEN), and one when the shard is marked up again, so a
       // claim loop backing off from it comes back at once.
       subscribe: async (listener) => {
@@ -1102,7 +1105,7 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   async jobCompleteMany(params: JobCompleteManyParams): Promise<CompleteOutcome[]> {
-    return this.splitLeases<CompleteOutcome>(params.leases, 'stale', (store, leases) =>
+    return this.splitLeases<JobLease, CompleteOutcome>(params.leases, 'stale', (store, leases) =>
       store.jobCompleteMany({ ...params, leases }),
     );
   }
@@ -1113,10 +1116,10 @@ export class ShardedStore implements Store, ShardAdmin {
    * answers given are not thrown away: a {@link PartialBatchError} carries them (undefined for the
    * unreachable shards' leases), so the worker keeps the other shards' leases and completions.
    */
-  private async splitLeases<T>(
-    leases: readonly JobLease[],
+  private async splitLeases<L extends JobLease, T>(
+    leases: readonly L[],
     unknown: T,
-    call: (store: Store, leases: JobLease[]) => Promise<T[]>,
+    call: (store: Store, leases: L[]) => Promise<T[]>,
   ): Promise<T[]> {
     const groups = new Map<Shard, number[]>();
     const results: (T | undefined)[] = leases.map(() => unknown);
@@ -1157,6 +1160,12 @@ export class ShardedStore implements Store, ShardAdmin {
   async jobFail(params: JobFailParams): Promise<FailOutcome> {
     const shard = this.shardOfId(params.id);
     return shard ? this.onShard(shard, (store) => store.jobFail(params)) : { outcome: 'stale' };
+  }
+
+  async jobFailMany(params: JobFailManyParams): Promise<FailOutcome[]> {
+    return this.splitLeases<JobFailure, FailOutcome>(params.failures, { outcome: 'stale' }, (store, failures) =>
+      store.jobFailMany({ ...params, failures }),
+    );
   }
 
   async jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {

@@ -71,6 +71,7 @@ import type {
   JobCompleteManyParams,
   JobCompleteParams,
   JobCountParams,
+  JobFailManyParams,
   JobFailParams,
   JobHeartbeatManyParams,
   JobHeartbeatParams,
@@ -100,7 +101,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, LEASE_EXPIRED_MESSAGE, pageSize, parseJobId, positiveMs } from '../store-params.js';
+import { claimLimit, earliestRetry, LEASE_EXPIRED_MESSAGE, pageSize, parseJobId, positiveMs } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import { SqliteClaimQueries } from './claim-queries.js';
 import { SqliteDashboardQueries } from './dashboard-queries.js';
@@ -346,14 +347,24 @@ export class SqliteStore implements Store {
   }
 
   async jobFail(params: JobFailParams): Promise<FailOutcome> {
-    const id = parseJobId(params.id);
-    if (id === null) return { outcome: 'stale' };
-    const { outcome, nowMs } = this.write(() => {
+    const [outcome] = await this.jobFailMany({ now: params.now, failures: [params] });
+    return outcome ?? { outcome: 'stale' };
+  }
+
+  /** Every failure in one write transaction (one commit); a lease named twice is written once, as on PostgreSQL. */
+  async jobFailMany(params: JobFailManyParams): Promise<FailOutcome[]> {
+    if (params.failures.length === 0) return [];
+    const { outcomes, nowMs } = this.write(() => {
       const nowMs = this.clock(params.now);
-      return { outcome: this.jobs.fail(id, params, nowMs), nowMs };
+      const outcomes = params.failures.map((failure): FailOutcome => {
+        const id = parseJobId(failure.id);
+        return id === null ? { outcome: 'stale' } : this.jobs.fail(id, failure, nowMs);
+      });
+      return { outcomes, nowMs };
     });
-    if (outcome.outcome === 'retry') this.notify(outcome.runAt.getTime(), nowMs);
-    return outcome;
+    const retryAt = earliestRetry(outcomes);
+    if (retryAt !== null) this.notify(retryAt.getTime(), nowMs);
+    return outcomes;
   }
 
   async jobRelease(params: JobReleaseParams): Promise<ReleaseOutcome> {
