@@ -309,6 +309,40 @@ function backfillSection(bench: BenchResults): string[] {
   return out;
 }
 
+function outageSection(bench: BenchResults): string[] {
+  const sets = paramSets(bench, 'outage', ['jobs', 'procs']);
+  const names = labels(bench, 'outage');
+  if (sets.length === 0) return [];
+  const out = [
+    '## 1d. A downstream outage',
+    '',
+    "The backlog queued, then one worker process started, and every job's first attempt threw (a downstream answering 503; the retry an hour away). " +
+      'Jobs/s from the first start until nothing is due: every failed attempt recorded, its job pending again. ' +
+      "Docket's drivers only. Beside the drain of the same backlog (1b), it shows what a failed attempt costs over a successful one (decision 0024).",
+    '',
+    table(
+      ['system', ...sets.map((p) => `${Number(p.jobs).toLocaleString('en-US')} jobs/s`)],
+      names.map((label) => [label, ...sets.map((p) => showDrain(runsOf(bench, 'outage', label, p)))]),
+    ),
+    '',
+  ];
+  const rows: string[][] = [];
+  for (const p of sets) {
+    for (const label of names) {
+      const outage = cell(runsOf(bench, 'outage', label, p), 'jobsPerSec').value;
+      const drain = cell(runsOf(bench, 'backlog', label, p), 'jobsPerSec').value;
+      if (!Number.isFinite(outage) || !Number.isFinite(drain)) continue;
+      rows.push([
+        `${label}: outage ÷ drain (1b)`,
+        `${Number(p.jobs).toLocaleString('en-US')} jobs`,
+        ratioText(outage, drain, true),
+      ]);
+    }
+  }
+  if (rows.length > 0) out.push(table(['ratio', 'backlog', 'value'], rows), '');
+  return out;
+}
+
 function backlogSection(bench: BenchResults, targets: Target[]): string[] {
   const sets = paramSets(bench, 'backlog', ['jobs', 'procs']);
   const names = labels(bench, 'backlog');
@@ -1020,6 +1054,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...drainSection(bench, targets),
     ...backlogSection(bench, targets),
     ...backfillSection(bench),
+    ...outageSection(bench),
     ...streamSection(bench, outDir, charts, targets),
     ...spikeSection(bench, outDir, charts, targets),
     ...largeSection(bench, outDir, charts, targets),

@@ -6,10 +6,12 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill stream spike large limit sqlite submit single-submit memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike large limit sqlite submit single-submit memory dashboard)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
+ *   npm run bench -- --only outage,backlog --backlog-jobs 20000 --rounds 3   every first attempt throwing
+ *                                            (decision 0024), beside the drain of the same backlog
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
@@ -53,12 +55,20 @@ import {
 import { pgbenchLimit } from './pgbench-limit.js';
 import { type BenchResults, type ExplainCapture, writeReport } from './report.js';
 import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
-import { loadSystem, SYSTEM_NAMES, type SystemConfig, type SystemName, type Variant } from './systems/system.js';
+import {
+  loadSystem,
+  OUTAGE_SYSTEMS,
+  SYSTEM_NAMES,
+  type SystemConfig,
+  type SystemName,
+  type Variant,
+} from './systems/system.js';
 import {
   backfillRun,
   type Contender,
   drainRun,
   insertFutureFiller,
+  outageRun,
   type RunRecord,
   singleSubmitCapacityRun,
   singleSubmitLatencyRun,
@@ -73,6 +83,7 @@ const WORKLOADS = [
   'drain',
   'backlog',
   'backfill',
+  'outage',
   'stream',
   'spike',
   'large',
@@ -147,6 +158,7 @@ const SIZES = smoke
       backlogJobs: [300, 1_000],
       backlogCapMs: 15_000,
       backfill: { jobs: 300, warm: 20 },
+      outageJobs: 300,
       streamRates: [200],
       streamMs: 1_000,
       spikeJobs: 300,
@@ -171,6 +183,7 @@ const SIZES = smoke
       backlogJobs: [20_000, 100_000, 1_000_000],
       backlogCapMs: 300_000,
       backfill: { jobs: 100_000, warm: 100 },
+      outageJobs: 20_000,
       streamRates: [200, 1_000, 5_000],
       streamMs: 10_000,
       spikeJobs: 10_000,
@@ -681,6 +694,17 @@ async function main(): Promise<void> {
         { jobs, warm, analyzed: analyze ? 'yes' : 'no' },
         results,
         (c, round) => backfillRun(c, jobs, warm, { round, capMs: SIZES.backlogCapMs, insertChunk: 10_000, analyze }),
+      );
+    }
+    if (only.has('outage')) {
+      // Docket only: its drivers alone can make a job's first attempt throw (OUTAGE_SYSTEMS).
+      const n = SIZES.outageJobs;
+      await alternate(
+        contenders.filter((c) => OUTAGE_SYSTEMS.includes(c.module.name)),
+        'outage',
+        { jobs: n, procs: 1 },
+        results,
+        (c, round) => outageRun(c, n, { round, capMs: SIZES.backlogCapMs, insertChunk: 10_000 }),
       );
     }
     if (only.has('stream')) {

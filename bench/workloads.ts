@@ -9,7 +9,14 @@
  */
 import { analyzeDatabase, hostNowMs } from './pg-admin.js';
 import { cdfPoints, type Distribution, distribution, histogram } from './stats.js';
-import type { BenchJob, BenchStore, SystemConfig, SystemModule, Variant } from './systems/system.js';
+import {
+  type BenchJob,
+  type BenchStore,
+  OUTAGE_SYSTEMS,
+  type SystemConfig,
+  type SystemModule,
+  type Variant,
+} from './systems/system.js';
 import { type RssSummary, StartRecorder, sleep, WorkerProcess } from './worker-process.js';
 
 /** One system in one configuration, as the workloads see it. */
@@ -224,7 +231,7 @@ export async function drainRun(
   contender: Contender,
   n: number,
   procs: number,
-  options: RunOptions & { workload?: string; fresh?: boolean; insertChunk?: number },
+  options: RunOptions & { workload?: string; fresh?: boolean; insertChunk?: number; failFirstAttempt?: boolean },
 ): Promise<RunRecord> {
   const run = record(contender, options.workload ?? 'drain', options, { jobs: n, procs });
   const wallStart = hostNowMs();
@@ -232,7 +239,10 @@ export async function drainRun(
   const store = await contender.module.openStore(contender.config);
   let workers: WorkerProcess[] = [];
   try {
-    const insertMs = await insertAll(store, benchJobs(n), options.insertChunk);
+    const jobs = options.failFirstAttempt
+      ? benchJobs(n).map((job) => ({ ...job, failFirstAttempt: true }))
+      : benchJobs(n);
+    const insertMs = await insertAll(store, jobs, options.insertChunk);
     run.metrics.insertJobsPerSec = n / (insertMs / 1000);
     const recorder = new StartRecorder(n);
     workers = await WorkerProcess.startMany(procs, contender.config, recorder, {
@@ -248,6 +258,22 @@ export async function drainRun(
   }
   run.wallMs = hostNowMs() - wallStart;
   return run;
+}
+
+/**
+ * A downstream outage: `n` jobs queued, then one worker process started, and every job's first
+ * attempt throws (its retry an hour away). Jobs/s from the first start until nothing is due: until
+ * every failed attempt is recorded and its job pending again. Beside the drain of the same size it
+ * shows what a failure costs over a success (decision 0024). Docket's drivers only.
+ */
+export async function outageRun(
+  contender: Contender,
+  n: number,
+  options: RunOptions & { insertChunk?: number },
+): Promise<RunRecord> {
+  if (!OUTAGE_SYSTEMS.includes(contender.module.name))
+    throw new Error(`the outage workload runs on ${OUTAGE_SYSTEMS.join(', ')} only, not ${contender.module.name}`);
+  return drainRun(contender, n, 1, { ...options, workload: 'outage', failFirstAttempt: true });
 }
 
 /**

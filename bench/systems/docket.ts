@@ -20,7 +20,14 @@ import type { Docket } from '../../src/docket.js';
 import type { WorkerOptions } from '../../src/worker/worker-options.js';
 import { importDocket, THIS_CHECKOUT } from '../checkouts.js';
 import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
-import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
+import {
+  type BenchJob,
+  benchIndexOf,
+  OUTAGE_RETRY_DELAY_MS,
+  type SystemConfig,
+  type SystemModule,
+  type SystemName,
+} from './system.js';
 
 const KIND = 'bench.noop';
 /** The tuned variant's prefetch: graphile-worker's published local queue size. */
@@ -114,7 +121,22 @@ function docketModule(
       return {
         async insert(jobs: readonly BenchJob[]) {
           await docket.submitMany(
-            jobs.map((job) => ({ kind: KIND, payload: { i: job.i }, ...(job.runAt ? { runAt: job.runAt } : {}) })),
+            jobs.map((job) => ({
+              kind: KIND,
+              payload: job.failFirstAttempt ? { i: job.i, failFirstAttempt: true } : { i: job.i },
+              ...(job.runAt ? { runAt: job.runAt } : {}),
+              // The outage's retry an hour away, jitter-free: a run records first failures only.
+              ...(job.failFirstAttempt
+                ? {
+                    retry: {
+                      baseDelayMs: OUTAGE_RETRY_DELAY_MS,
+                      factor: 1,
+                      maxDelayMs: OUTAGE_RETRY_DELAY_MS,
+                      jitterRatio: 0,
+                    },
+                  }
+                : {}),
+            })),
           );
         },
         async submitOne(i: number) {
@@ -140,8 +162,11 @@ function docketModule(
 
     async startWorker(config, onStart) {
       const docket = await open(config);
-      docket.handle(KIND, async (payload) => {
+      docket.handle(KIND, async (payload, ctx) => {
         onStart(benchIndexOf(payload));
+        // The outage workload: a downstream answering 503 to every first attempt.
+        if (ctx.attempt === 1 && (payload as { failFirstAttempt?: boolean }).failFirstAttempt === true)
+          throw new Error('outage: the downstream answered 503 Service Unavailable');
       });
       const worker = docket.worker(workerOptions(config));
       await worker.start();

@@ -57,7 +57,19 @@ export interface SystemConfig {
 export interface BenchJob {
   i: number;
   runAt?: Date | undefined;
+  /**
+   * The `outage` workload: the job's first attempt throws (a downstream answering 503) and its
+   * retry is an hour away, so a run measures how fast failed attempts are recorded. Only Docket's
+   * drivers take it ({@link OUTAGE_SYSTEMS}); others refuse it.
+   */
+  failFirstAttempt?: boolean | undefined;
 }
+
+/** The systems whose drivers take {@link BenchJob.failFirstAttempt}. */
+export const OUTAGE_SYSTEMS: readonly SystemName[] = ['docket', 'docket-lean', 'docket-baseline'];
+
+/** How far off a failed first attempt's retry is: never within a run. */
+export const OUTAGE_RETRY_DELAY_MS = 3_600_000;
 
 /** The harness's side of a system: setup, bulk insert, counting, teardown. */
 export interface BenchStore {

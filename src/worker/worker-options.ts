@@ -77,9 +77,12 @@ export interface WorkerOptions {
   claimBatchSize?: number | undefined;
   /** Claims in flight at once, so the next batch is on its way while one is being leased; default 2. */
   maxConcurrentClaims?: number | undefined;
-  /** Most completions written in one round trip; default 500 (1,000 on SQLite). */
+  /**
+   * Most completions written in one round trip; default 500 (1,000 on SQLite). Failed attempts
+   * are batched by the same rule, in batches of their own.
+   */
   completionBatchSize?: number | undefined;
-  /** How long a completion waits for others to share its round trip, ms; default 1. */
+  /** How long a completion (or a failed attempt) waits for others to share its round trip, ms; default 1. */
   completionFlushMs?: number | undefined;
 }
 

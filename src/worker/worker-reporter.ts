@@ -8,7 +8,7 @@ import type { AttemptError, ClaimedJob } from '../job/job.js';
 import type { DocketEvents, ParkedJob, StaleEvent } from './docket-events.js';
 import type { LeaseLossReason } from './lease-renewer.js';
 import type { Logger } from './logger.js';
-import { errorFields } from './logger.js';
+import { errorFields, silentLogger } from './logger.js';
 
 /** Counters since the worker was created. */
 export interface WorkerStats {
@@ -88,17 +88,19 @@ export class WorkerReporter {
     retryAt: Date | null,
   ): void {
     this.counters.failed += 1;
-    this.logger.warn(
-      {
-        ...jobFields(job),
-        maxAttempts: job.maxAttempts,
-        error: error.message,
-        errorKind: error.kind,
-        durationMs: Math.round(durationMs),
-        retryAt: retryAt?.toISOString() ?? null,
-      },
-      retryAt ? 'docket: attempt failed; retrying' : 'docket: attempt failed; no retry left',
-    );
+    // A downstream outage fails every job: no fields are built for a logger that drops them.
+    if (this.logger !== silentLogger)
+      this.logger.warn(
+        {
+          ...jobFields(job),
+          maxAttempts: job.maxAttempts,
+          error: error.message,
+          errorKind: error.kind,
+          durationMs: Math.round(durationMs),
+          retryAt: retryAt?.toISOString() ?? null,
+        },
+        retryAt ? 'docket: attempt failed; retrying' : 'docket: attempt failed; no retry left',
+      );
     this.events.emit('failed', { job, workerId: this.workerId, error, durationMs, retryAt });
   }
 

@@ -65,6 +65,12 @@ describe('benchmark harness (smoke mode)', () => {
     expect(backfills.map((run) => run.label)).toEqual(expect.arrayContaining(['docket (default)', 'raw-sql']));
     for (const run of backfills) expect([run.label, run.status]).toEqual([run.label, 'ok']);
     expect(report).toMatch(/## 1c\. A backfill into a running worker/);
+    // An outage: every first attempt throws; each job started once and its failure recorded (decision 0024).
+    const outages = runs.filter((run) => run.workload === 'outage');
+    expect(outages.map((run) => run.label)).toEqual(expect.arrayContaining(['docket (default)', 'docket (tuned)']));
+    expect(outages.every((run) => run.label.startsWith('docket'))).toBe(true);
+    for (const run of outages) expect([run.label, run.status]).toEqual([run.label, 'ok']);
+    expect(report).toMatch(/## 1d\. A downstream outage/);
     const spikes = runs.filter((run) => run.workload === 'spike' && run.status === 'ok');
     expect(spikes.map((run) => run.label)).toContain('docket (default)');
     for (const run of spikes) {

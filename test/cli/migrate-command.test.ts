@@ -54,6 +54,7 @@ describe.each(storeKinds())('docket migrate on %s', (kind) => {
               'complete_jobs',
               'complete_delete_jobs',
               'heartbeat_jobs',
+              'fail_jobs',
             ];
       expect(listed.functions.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(functionPrefixes);
       const sql = await runDocketInProcess(['migrate', '--sql', '--db', db.url]);

@@ -81,6 +81,8 @@ function acceptCopiesOfDeletedLeases(batch: LeaseBatch, out: CompleteOutcome[]):
 
 /** A failure that was not written (its lease is not current), shared: it is never mutated. */
 const STALE_FAILURE: FailOutcome = Object.freeze({ outcome: 'stale' });
+/** A parked failure's answer, shared likewise. */
+const PARKED_FAILURE: FailOutcome = Object.freeze({ outcome: 'parked' });
 
 /** The SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresJobQueries {
@@ -163,7 +165,7 @@ export class PostgresJobQueries {
           'text[]',
           'double precision[]',
         ],
-        returns: 'ord bigint, run_at timestamptz',
+        returns: 'retried text, parked text',
         sql: this.sql.failMany,
       }),
     };
@@ -370,7 +372,7 @@ export class PostgresJobQueries {
       details.push(error.detail ?? null);
       delays.push(decision.kind === 'retry' ? decision.delayMs : null);
     }
-    const result = await db.query<{ ord: string; run_at: Date | null }>(this.stored.failMany.callSql, [
+    const result = await db.query<{ retried: string | null; parked: string | null }>(this.stored.failMany.callSql, [
       pinned(params.now),
       ...leaseBatchParams(batch),
       textArrayParam(messages),
@@ -378,9 +380,16 @@ export class PostgresJobQueries {
       textArrayParam(details),
       floatArrayParam(delays),
     ]);
-    for (const row of result.rows) {
-      out[batch.indexes[Number(row.ord) - 1]!] =
-        row.run_at === null ? { outcome: 'parked' } : { outcome: 'retry', runAt: row.run_at };
+    const { retried, parked } = result.rows[0]!;
+    if (retried !== null) {
+      for (const pair of retried.split(',')) {
+        const colon = pair.indexOf(':');
+        const index = batch.indexes[Number(pair.slice(0, colon)) - 1]!;
+        out[index] = { outcome: 'retry', runAt: new Date(Number(pair.slice(colon + 1))) };
+      }
+    }
+    if (parked !== null) {
+      for (const ord of parked.split(',')) out[batch.indexes[Number(ord) - 1]!] = PARKED_FAILURE;
     }
     return out;
   }
@@ -732,8 +741,10 @@ function buildSql(s: string, channel: string) {
      * Params: $1 now?, $2 ids bigint[], $3 tokens int[], $4 owners text[] (an element NULL =
      *   fenced by the token alone), $5 messages text[], $6 error kinds text[], $7 details text[]
      *   (NULL = none), $8 delay ms double precision[] (NULL = park).
-     * Result: ord (1-based input position) and, for a retry, the new run_at (NULL for a park),
-     *   for each accepted failure only.
+     * Result: one row: retried, the accepted retries as `ord:run_at` pairs (1-based input position,
+     *   the new run_at in epoch ms), comma-separated, and parked, the accepted parks' ords; NULL
+     *   when there are none. One row rather than one per failure, and epoch ms rather than a
+     *   timestamptz, which pg parses with a regular expression per value (as completeMany).
      * A lease named twice is written once (DISTINCT ON keeps its first copy): one statement must
      *   not update or delete a row twice. Plan: each element's row by id in the primary key
      *   (jobRowById, decision 0023; the "C" collation as in completeMany).
@@ -765,9 +776,8 @@ function buildSql(s: string, channel: string) {
         ${parkInsert(dead, 'moved', `m.errors || jsonb_build_array(${errorEntry('m.attempts', 'm.err_message', 'm.err_kind', 'm.err_detail', 'm')})`)}
         RETURNING id
       )
-      SELECT ord, run_at FROM retried
-      UNION ALL
-      SELECT ord, NULL::timestamptz FROM moved`,
+      SELECT (SELECT string_agg(ord::text || ':' || ${epochMsText('run_at')}, ',') FROM retried) AS retried,
+             (SELECT string_agg(ord::text, ',') FROM moved) AS parked`,
 
     /**
      * release: gives a lease back; the job is pending and due at once (run_at is already past),
