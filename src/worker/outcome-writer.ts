@@ -1,8 +1,9 @@
 /**
  * The fenced outcome writes of a worker's executions that are not batched completions: a failed
  * attempt (batched by the {@link FailureWriter}s, with a decision from `decideAfterFailure`), a
- * lease given back (`jobRelease`) and a completion inside the handler's own transaction. Each is fenced by the
- * claim's token and retried through database errors only while the lease is still ours.
+ * lease given back (`jobRelease`) and a completion inside the handler's own transaction. Each is
+ * fenced by the claim's token and retried through database errors only while the lease is still
+ * ours.
  */
 import type { Clock } from '../clock/clock.js';
 import { ConfigurationError } from '../job/errors.js';
