@@ -22,7 +22,7 @@ export function unstorableReason(value: string): string | null {
     : `contains an unpaired UTF-16 surrogate at index ${match.index}, which is not valid Unicode text`;
 }
 
-/** Every NUL and unpaired surrogate, for {@link storableText}. */
+/** Every NUL and unpaired surrogate, for {@link replaceUnstorableCharacters}. */
 const UNSTORABLE_CHARACTERS = new RegExp(UNSTORABLE_CHARACTER.source, 'g');
 
 /**
@@ -31,7 +31,7 @@ const UNSTORABLE_CHARACTERS = new RegExp(UNSTORABLE_CHARACTER.source, 'g');
  * A downstream's binary body quoted in an error message is ordinary, and refusing it would leave
  * the failed attempt unrecorded, its lease to lapse and the job to run again.
  */
-export function storableText(value: string): string {
+export function replaceUnstorableCharacters(value: string): string {
   return UNSTORABLE_CHARACTER.test(value) ? value.replace(UNSTORABLE_CHARACTERS, '\uFFFD') : value;
 }
 

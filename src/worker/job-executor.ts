@@ -3,7 +3,7 @@
  * handler that never settles is cut off by its signal, so one bad handler cannot wedge a slot.
  */
 import type { ClaimedJob } from '../job/job.js';
-import { storableText } from '../job/json-value.js';
+import { replaceUnstorableCharacters } from '../job/json-value.js';
 import { isDelay, type RetryHints } from '../retry/backoff.js';
 import type { JobAbortError, JobContext, JobHandler } from './job-handler.js';
 import type { Logger } from './logger.js';
@@ -43,8 +43,11 @@ const MAX_ERROR_DETAIL = 8000;
 export function describeThrown(thrown: unknown): { message: string; detail: string | undefined } {
   if (thrown instanceof Error) {
     // Cut before cleaning: a cut between a surrogate pair's halves leaves one alone.
-    const message = storableText((thrown.message || thrown.name || 'Error').slice(0, MAX_ERROR_MESSAGE));
-    const stack = typeof thrown.stack === 'string' ? storableText(thrown.stack.slice(0, MAX_ERROR_DETAIL)) : undefined;
+    const message = replaceUnstorableCharacters((thrown.message || thrown.name || 'Error').slice(0, MAX_ERROR_MESSAGE));
+    const stack =
+      typeof thrown.stack === 'string'
+        ? replaceUnstorableCharacters(thrown.stack.slice(0, MAX_ERROR_DETAIL))
+        : undefined;
     return { message, detail: stack };
   }
   let message: string;
@@ -53,7 +56,7 @@ export function describeThrown(thrown: unknown): { message: string; detail: stri
   } catch {
     message = `non-Error thrown: ${String(thrown)}`;
   }
-  return { message: storableText(message.slice(0, MAX_ERROR_MESSAGE)), detail: undefined };
+  return { message: replaceUnstorableCharacters(message.slice(0, MAX_ERROR_MESSAGE)), detail: undefined };
 }
 
 /** What an {@link InvocationAbort} tells when it cuts its invocation off (the invocation itself). */

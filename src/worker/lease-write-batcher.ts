@@ -30,6 +30,8 @@ export interface PendingWrite<R> {
   request: R;
   target: unknown;
   onWritten: BatchedWriteCallback<unknown, unknown>;
+  /** When its first round trip failed (the clock's monotonic ms), or -1 while none has. */
+  failingSince: number;
 }
 
 /** Settings and callbacks for a {@link LeaseWriteBatcher}. */
@@ -41,6 +43,16 @@ export interface LeaseWriteBatcherOptions {
   onError(error: unknown): void;
   /** A round trip ended (written or failed): fewer writes may wait now. */
   onRoundTripEnded?: (() => void) | undefined;
+  /**
+   * A write whose round trips have failed for this long is abandoned (its lease then lapses and
+   * its job runs again), as a single fenced write gives up (fenced-write.ts): a write the database
+   * refuses for a reason that does not pass must not hold its job, nor keep it running under a
+   * renewed lease, for ever. A lost connection costs the lease sooner than this (leaseMs).
+   * Omitted: never.
+   */
+  giveUpAfterMs?: number | undefined;
+  /** Told of each write given up after {@link giveUpAfterMs}, before it is abandoned. */
+  onGiveUp?: ((lease: JobLease) => void) | undefined;
   /** Uniform [0, 1) for retry jitter. */
   random: () => number;
   /** Paces the flush and retry timers; the real clock when omitted. */
@@ -84,7 +96,13 @@ export class LeaseWriteBatcher<R, O> {
    * a promise with its resolver per job was garbage the worker paid for in collections.
    */
   add<T>(lease: JobLease, request: R, target: T, onWritten: BatchedWriteCallback<T, O>): void {
-    this.pending.push({ lease, request, target, onWritten: onWritten as BatchedWriteCallback<unknown, unknown> });
+    this.pending.push({
+      lease,
+      request,
+      target,
+      onWritten: onWritten as BatchedWriteCallback<unknown, unknown>,
+      failingSince: -1,
+    });
     this.scheduleFlush();
   }
 
@@ -189,7 +207,17 @@ export class LeaseWriteBatcher<R, O> {
           return false;
         });
       }
-      // Back to the front of the queue, to be retried while their leases are still held.
+      // Back to the front of the queue, to be retried while their leases are still held, unless
+      // they have failed for longer than the give-up window.
+      const now = this.clock.monotonic();
+      const giveUpAfterMs = this.options.giveUpAfterMs ?? Number.POSITIVE_INFINITY;
+      unanswered = unanswered.filter((item) => {
+        if (item.failingSince < 0) item.failingSince = now;
+        if (now - item.failingSince < giveUpAfterMs) return true;
+        this.options.onGiveUp?.(item.lease);
+        this.settle(item, 'abandoned');
+        return false;
+      });
       this.pending.unshift(...unanswered);
       const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failures - 1));
       if (!this.retryTimer) {

@@ -51,6 +51,7 @@ import { ClaimKinds } from './claim-kinds.js';
 import type { DocketEvents } from './docket-events.js';
 import { ExecutionRunner } from './execution-runner.js';
 import { FailureWriter } from './failure-writer.js';
+import { WRITE_RETRY_WINDOW_MS } from './fenced-write.js';
 import { JobClaimer } from './job-claimer.js';
 import { JobCompleter } from './job-completer.js';
 import type { JobHandler } from './job-handler.js';
@@ -197,9 +198,16 @@ export class Worker {
           this.slotFreed();
         }
       },
+      // As long as a single fenced write retries (fenced-write.ts).
+      giveUpAfterMs: Math.max(WRITE_RETRY_WINDOW_MS, this.options.leaseMs),
       random: deps.random,
       clock,
     };
+    const givingUpOn = (operation: string) => (lease: JobLease) =>
+      this.logger.error(
+        { operation, jobId: lease.id, token: lease.token },
+        `docket: giving up ${operation}; the lease will lapse and the job run again`,
+      );
     this.completer = new PartitionedBatchers(
       this.partitions,
       (part) =>
@@ -207,11 +215,17 @@ export class Worker {
           ...batching,
           deleteDoneRecords: deps.deleteDoneRecords === true,
           onError: (error) => onError(error, 'complete'),
+          onGiveUp: givingUpOn('complete'),
         }),
     );
     this.failures = new PartitionedBatchers(
       this.partitions,
-      (part) => new FailureWriter(part, { ...batching, onError: (error) => onError(error, 'fail') }),
+      (part) =>
+        new FailureWriter(part, {
+          ...batching,
+          onError: (error) => onError(error, 'fail'),
+          onGiveUp: givingUpOn('fail'),
+        }),
     );
     this.claimers = this.partitions.parts.map(
       (part, index) =>

@@ -7,6 +7,7 @@
  * Runs unchanged against every store; time is pinned (`t(100)` is 100 s after the epoch).
  */
 import { describe, expect, it } from 'vitest';
+import { LATEST_RUN_AT_MS } from '../../src/job/instant.js';
 import type { JobFailure } from '../../src/store/store.js';
 import { conformanceStoreKinds } from '../support/stores.js';
 import { spec, submitOne, t, useConformanceDatabase } from './conformance-helpers.js';
@@ -110,6 +111,31 @@ describe.each(conformanceStoreKinds())('%s store: failed attempts written as a b
       { outcome: 'stale' },
     ]);
     expect(await store.jobFailMany({ now: t(13), failures: [] })).toEqual([]);
+  });
+
+  it('retries no later than the last instant a job may run at, so a delay of millennia cannot fail its batch', async () => {
+    const q = nextQueue();
+    await store.jobSubmit({
+      now: t(0),
+      jobs: [1, 2, 3].map((i) => spec({ kind: 'failbatch.far', queue: q, runAt: t(i) })),
+    });
+    const [a, b, c] = await store.jobClaim({ owner: 'w', limit: 3, leaseMs: LEASE_MS, queues: [q], now: t(10) });
+    const latest = new Date(LATEST_RUN_AT_MS);
+    const outcomes = await store.jobFailMany({
+      now: t(11),
+      failures: [
+        failure(a!, 'snoozed for ages', 1e300),
+        failure(b!, 'ordinary', 1_000),
+        failure(c!, 'max finite', Number.MAX_VALUE),
+      ],
+    });
+    expect(outcomes).toEqual([
+      { outcome: 'retry', runAt: latest },
+      { outcome: 'retry', runAt: t(12) },
+      { outcome: 'retry', runAt: latest },
+    ]);
+    expect(await store.jobGet({ id: a!.id })).toMatchObject({ state: 'pending', runAt: latest });
+    expect(await store.jobGet({ id: b!.id })).toMatchObject({ state: 'pending', runAt: t(12) });
   });
 
   it('answers stale for a cancelled or retaken job and leaves it as it is', async () => {

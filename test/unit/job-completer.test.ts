@@ -44,13 +44,20 @@ function answeredStore() {
 function completer(
   store: Pick<Store, 'jobCompleteMany'>,
   clock: ManualClock,
-  overrides: { batchSize?: number; isHeld?: (lease: JobLease) => boolean } = {},
+  overrides: {
+    batchSize?: number;
+    isHeld?: (lease: JobLease) => boolean;
+    giveUpAfterMs?: number;
+    onGiveUp?: (lease: JobLease) => void;
+  } = {},
 ) {
   const errors: unknown[] = [];
   const batcher = new JobCompleter(store, {
     batchSize: overrides.batchSize ?? 500,
     flushMs: 1,
     isHeld: overrides.isHeld ?? (() => true),
+    giveUpAfterMs: overrides.giveUpAfterMs,
+    onGiveUp: overrides.onGiveUp,
     onError: (error) => errors.push(error),
     random: () => 0.5,
     clock,
@@ -132,6 +139,46 @@ describe('JobCompleter', () => {
     expect(calls.map((call) => call.ids)).toEqual([['1', '2'], ['1']]);
     calls[1]!.answer();
     expect(await Promise.all(results)).toEqual(['done', 'abandoned']);
+  });
+
+  it('gives a write up once its round trips have failed for giveUpAfterMs, though its lease is still held', async () => {
+    // A write the database keeps refusing (not a lost connection: that costs the lease sooner)
+    // must not hold its job, heartbeated under a renewed lease, for ever: as a single fenced
+    // write does, it is abandoned after the window and its lease then lapses.
+    const clock = new ManualClock(0);
+    const sent: string[][] = [];
+    let refusing = true;
+    const store = {
+      jobCompleteMany: async ({ leases }: { leases: readonly JobLease[] }) => {
+        sent.push(leases.map((queued) => queued.id));
+        if (refusing) throw new Error('value out of range');
+        return leases.map((): CompleteOutcome => 'done');
+      },
+    } as unknown as Pick<Store, 'jobCompleteMany'>;
+    const givenUp: string[] = [];
+    const { batcher } = completer(store, clock, { giveUpAfterMs: 10_000, onGiveUp: (gone) => givenUp.push(gone.id) });
+    const results = new Map<string, CompletionResult>();
+    const track = (id: number) => completion(batcher, lease(id)).then((result) => results.set(String(id), result));
+    const advanceTo = async (ms: number) => {
+      while (clock.monotonic() < ms) {
+        clock.advance(50);
+        await settle();
+      }
+    };
+    track(1);
+    await advanceTo(5_000);
+    track(2); // queued later: its own window starts at its own first failed round trip
+    await advanceTo(9_900);
+    expect(givenUp).toEqual([]);
+    expect(sent.length).toBeGreaterThan(3); // retried with backoff meanwhile
+    await advanceTo(14_000);
+    expect(givenUp).toEqual(['1']);
+    expect(results.get('1')).toBe('abandoned');
+    expect(results.has('2')).toBe(false);
+    refusing = false;
+    await advanceTo(17_000);
+    expect(results.get('2')).toBe('done');
+    expect(sent.at(-1)).toEqual(['2']);
   });
 
   it('reports a callback that throws and still tells the rest of its batch', async () => {

@@ -10,6 +10,7 @@
  * Rows become {@link Job}s in one place (rowToJob in job-row.ts); parameters are checked by the
  * shared rules in ../store-params.ts before any SQL. SQL names are snake_case.
  */
+import { LATEST_RUN_AT_MS } from '../../job/instant.js';
 import type { Job } from '../../job/job.js';
 import { assertBatchKeysAgree, liveKeyConflict } from '../idempotency.js';
 import { JOB_COLUMNS } from '../job-columns.js';
@@ -507,6 +508,8 @@ interface SubmitRow {
 function buildSql(s: string, channel: string) {
   const jobs = `${s}.jobs`;
   const dead = `${s}.dead_jobs`;
+  /** The last instant a job may run at, as SQL. */
+  const LATEST_RUN_AT = `'${new Date(LATEST_RUN_AT_MS).toISOString()}'::timestamptz`;
   const live = `('pending', 'running')`;
   const ms = intervalMs;
   const channelLiteral = `'${channel.replace(/'/g, "''")}'`;
@@ -746,7 +749,10 @@ function buildSql(s: string, channel: string) {
      *   when there are none. One row rather than one per failure, and epoch ms rather than a
      *   timestamptz, which pg parses with a regular expression per value (as completeMany).
      * A lease named twice is written once (DISTINCT ON keeps its first copy): one statement must
-     *   not update or delete a row twice. Plan: each element's row by id in the primary key
+     *   not update or delete a row twice. A retry runs no later than the last instant a job may
+     *   run at (LATEST_RUN_AT_MS, the submits' own limit): a policy or snooze of thousands of
+     *   years would otherwise overflow the timestamp and fail the whole batch, every other
+     *   failure in it with it. Plan: each element's row by id in the primary key
      *   (jobRowById, decision 0023; the "C" collation as in completeMany).
      */
     failMany: `
@@ -758,7 +764,8 @@ function buildSql(s: string, channel: string) {
       ),
       retried AS (
         UPDATE ${jobs} j
-        SET state = 'pending', run_at = ${NOW} + ${ms('l.delay_ms')}, lease_until = NULL,
+        SET state = 'pending', run_at = least(${NOW} + ${ms(`least(l.delay_ms, ${LATEST_RUN_AT_MS})`)}, ${LATEST_RUN_AT}),
+            lease_until = NULL,
             errors = j.errors || jsonb_build_array(${errorEntry('j.attempts', 'l.err_message', 'l.err_kind', 'l.err_detail', 'j')})
         FROM l
         WHERE ${jobRowById('l.id')} AND j.token = l.token AND ${ownerMatches('l.owner')} AND j.state = 'running' COLLATE "C"

@@ -12,6 +12,7 @@
  */
 
 import type Database from 'better-sqlite3';
+import { LATEST_RUN_AT_MS } from '../../job/instant.js';
 import type { JobSpec } from '../../job/job-spec.js';
 import { liveKeyConflict, sameJsonText } from '../idempotency.js';
 import type {
@@ -615,8 +616,9 @@ export class SqliteJobQueries {
       this.moveToDead(id, nowMs, entry);
       return { outcome: 'parked' };
     }
-    // Rounded up: a retry is never earlier than its backoff's lower bound (invariant I4).
-    const runAtMs = nowMs + Math.max(0, Math.ceil(params.decision.delayMs));
+    // Rounded up: a retry is never earlier than its backoff's lower bound (invariant I4); and no
+    // later than the last instant a job may run at (a policy or snooze of thousands of years).
+    const runAtMs = Math.min(nowMs + Math.max(0, Math.ceil(params.decision.delayMs)), LATEST_RUN_AT_MS);
     this.stmt.retry.run({ id, run_at: runAtMs, entry: attemptErrorJson(entry) });
     return { outcome: 'retry', runAt: new Date(runAtMs) };
   }
