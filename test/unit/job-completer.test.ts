@@ -165,9 +165,9 @@ describe('JobCompleter', () => {
         await settle();
       }
     };
-    track(1);
+    void track(1);
     await advanceTo(5_000);
-    track(2); // queued later: its own window starts at its own first failed round trip
+    void track(2); // queued later: its own window starts at its own first failed round trip
     await advanceTo(9_900);
     expect(givenUp).toEqual([]);
     expect(sent.length).toBeGreaterThan(3); // retried with backoff meanwhile
