@@ -96,21 +96,24 @@ export class UnhandledParker extends PeriodicSweep {
         kinds: [kind],
       });
       const message = unhandledParkMessage(queue, kind, this.options.unhandledAfterMs);
+      const overdueJobs: ClaimedJob[] = [];
       for (const job of claimed) {
-        const lease = leaseOf(job);
-        if (job.runAt.getTime() > cutoff) {
-          await this.store.jobRelease(lease);
-          continue;
-        }
-        const outcome = await this.store.jobFail({
-          ...lease,
+        if (job.runAt.getTime() > cutoff) await this.store.jobRelease(leaseOf(job));
+        else overdueJobs.push(job);
+      }
+      if (overdueJobs.length === 0) continue;
+      // Parked in one round trip (decision 0024), each fenced by its own claim.
+      const outcomes = await this.store.jobFailMany({
+        failures: overdueJobs.map((job) => ({
+          ...leaseOf(job),
           error: { kind: 'thrown', message, detail: undefined },
           decision: { kind: 'park' },
-        });
-        if (outcome.outcome === 'parked') {
-          parked += 1;
-          this.options.onParked(job, message);
-        }
+        })),
+      });
+      for (const [index, outcome] of outcomes.entries()) {
+        if (outcome.outcome !== 'parked') continue;
+        parked += 1;
+        this.options.onParked(overdueJobs[index]!, message);
       }
     }
     return parked;

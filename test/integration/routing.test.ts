@@ -214,6 +214,42 @@ describe.each(storeKinds())('routing and the worker registry on %s', (kind) => {
     expect(parkedIds).toEqual([orphan]);
   });
 
+  it('with unhandledAfterMs, parks a backlog nobody serves in batches of one round trip each, every job once', async () => {
+    const docket = dockets.closeAfterTest(await Docket.open({ url: dockets.db.url, unhandledAfterMs: 200 }));
+    docket.handle('uhb.known', async () => {});
+    const store = docket.store;
+    const failMany = store.jobFailMany.bind(store);
+    const batches: number[] = [];
+    store.jobFailMany = async (params) => {
+      batches.push(params.failures.length);
+      return failMany(params);
+    };
+    let singles = 0;
+    const single = store.jobFail.bind(store);
+    store.jobFail = async (params) => {
+      singles += 1;
+      return single(params);
+    };
+    const parkedIds = new Set<string>();
+    docket.events.on('parked', (event) => parkedIds.add(event.job.id));
+    const total = 250;
+    const submitted = await docket.submitMany(
+      Array.from({ length: total }, (_, n) => ({ kind: 'uhb.nobody', queue: 'uhb', payload: { n } })),
+    );
+    const worker = docket.worker({ ...QUICK, queues: ['uhb'] });
+    await worker.start();
+    await expect.poll(() => parkedIds.size, { timeout: 20_000, interval: 50 }).toBe(total);
+    await worker.stop();
+
+    expect([...parkedIds].sort()).toEqual(submitted.map((job) => job.id).sort());
+    expect(singles).toBe(0);
+    // At most 100 a sweep (PARK_BATCH), each sweep's jobs of a kind in one round trip.
+    expect(batches.reduce((sum, size) => sum + size, 0)).toBe(total);
+    expect(Math.max(...batches)).toBeLessThanOrEqual(100);
+    expect(batches.length).toBeLessThanOrEqual(Math.ceil(total / 100) + 2);
+    expect(await docket.listDeadLetters({ kind: 'uhb.nobody', limit: 1000 })).toHaveLength(total);
+  });
+
   it('keeps working when the registry cannot be written: the failure is an error event, never a crash', async () => {
     const real = await dockets.db.open();
     // Fault injection around the real store: every registry write fails.
