@@ -88,6 +88,9 @@ export function leaseOf(lease: JobLease): JobLease {
   return { id: lease.id, token: lease.token, leaseOwner: lease.leaseOwner };
 }
 
+/** A failure that was not written (its lease is not current): one shared, frozen answer. */
+export const STALE_FAILURE: FailOutcome = Object.freeze({ outcome: 'stale' });
+
 /** The earliest run_at among a failure batch's retries (what a local wake-up names), or null when none was retried. */
 export function earliestRetry(outcomes: readonly FailOutcome[]): Date | null {
   let earliest: Date | null = null;

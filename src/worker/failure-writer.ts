@@ -9,6 +9,7 @@
 import type { AttemptError } from '../job/job.js';
 import type { RetryDecision } from '../retry/backoff.js';
 import type { FailOutcome, JobLease, StorePartition } from '../store/store.js';
+import { leaseOf, STALE_FAILURE } from '../store/store-params.js';
 import { type BatchedWriteCallback, LeaseWriteBatcher, type LeaseWriteBatcherOptions } from './lease-write-batcher.js';
 
 /** What a failed attempt writes besides its lease. */
@@ -17,24 +18,15 @@ export interface FailedAttempt {
   decision: RetryDecision;
 }
 
-/** A failure the store did not write (its lease was not current), shared: it is never mutated. */
-const STALE: FailOutcome = Object.freeze({ outcome: 'stale' });
-
 /** Collects failed attempts and writes them in batches. */
 export class FailureWriter extends LeaseWriteBatcher<FailedAttempt, FailOutcome> {
   constructor(store: Pick<StorePartition, 'jobFailMany'>, options: LeaseWriteBatcherOptions) {
     super(
       (batch) =>
         store.jobFailMany({
-          failures: batch.map(({ lease, request }) => ({
-            id: lease.id,
-            token: lease.token,
-            leaseOwner: lease.leaseOwner,
-            error: request.error,
-            decision: request.decision,
-          })),
+          failures: batch.map(({ lease, request }) => ({ ...leaseOf(lease), ...request })),
         }),
-      STALE,
+      STALE_FAILURE,
       options,
     );
   }

@@ -10,6 +10,19 @@ import type { Logger } from './logger.js';
 /** Outcome writes are retried through errors for at most this long, or leaseMs if longer. */
 export const WRITE_RETRY_WINDOW_MS = 10_000;
 
+/** How long a fenced write (single, or in a batch) is retried through errors before it is given up. */
+export function writeRetryWindowMs(leaseMs: number): number {
+  return Math.max(WRITE_RETRY_WINDOW_MS, leaseMs);
+}
+
+/** Logs a fenced write given up after its retry window; its lease then lapses. */
+export function logGivingUp(logger: Logger, operation: string, lease: { id: string; token: number }): void {
+  logger.error(
+    { operation, jobId: lease.id, token: lease.token },
+    `docket: giving up ${operation}; the lease will lapse and the job run again`,
+  );
+}
+
 /** Retry delays after a failed write grow from 50 ms to 2 s, jittered by ±50 %. */
 const RETRY_BASE_MS = 50;
 const RETRY_MAX_MS = 2000;
@@ -36,7 +49,7 @@ export interface FencedWriteOptions {
  */
 export async function writeWhileHeld<T>(options: FencedWriteOptions, write: () => Promise<T>): Promise<T | undefined> {
   const { clock, operation, lease } = options;
-  const deadline = clock.monotonic() + Math.max(WRITE_RETRY_WINDOW_MS, options.leaseMs);
+  const deadline = clock.monotonic() + writeRetryWindowMs(options.leaseMs);
   for (let attempt = 0; ; attempt += 1) {
     if (!options.isHeld()) return undefined;
     try {
@@ -44,10 +57,7 @@ export async function writeWhileHeld<T>(options: FencedWriteOptions, write: () =
     } catch (error) {
       options.onError(error, operation);
       if (clock.monotonic() >= deadline) {
-        options.logger.error(
-          { operation, jobId: lease.id, token: lease.token },
-          `docket: giving up ${operation}; the lease will lapse and the job run again`,
-        );
+        logGivingUp(options.logger, operation, lease);
         return undefined;
       }
       await sleep(clock, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt) * (0.5 + options.random()));

@@ -51,7 +51,7 @@ import { ClaimKinds } from './claim-kinds.js';
 import type { DocketEvents } from './docket-events.js';
 import { ExecutionRunner } from './execution-runner.js';
 import { FailureWriter } from './failure-writer.js';
-import { WRITE_RETRY_WINDOW_MS } from './fenced-write.js';
+import { logGivingUp, writeRetryWindowMs } from './fenced-write.js';
 import { JobClaimer } from './job-claimer.js';
 import { JobCompleter } from './job-completer.js';
 import type { JobHandler } from './job-handler.js';
@@ -136,9 +136,12 @@ export class Worker {
   private readonly completer: PartitionedBatchers<JobCompleter>;
   /** Failed attempts, batched as completions are (decision 0024). */
   private readonly failures: PartitionedBatchers<FailureWriter>;
-  /** Most outcome writes (failures, releases) in flight before claims pause. */
+  /**
+   * Most unbatched outcome writes in flight before claims pause: releases, and a failure whose
+   * lease a handler's transaction had.
+   */
   private readonly writesAhead: number;
-  /** Most completions left unwritten before claims pause: four batches, and never under {@link writesAhead}. */
+  /** Most completions and failures left unwritten before claims pause: four batches, and never under {@link writesAhead}. */
   private readonly completionsAhead: number;
   /** Whether a claim loop found no room because of unwritten completions (told when they clear). */
   private pausedForCompletions = false;
@@ -198,16 +201,12 @@ export class Worker {
           this.slotFreed();
         }
       },
-      // As long as a single fenced write retries (fenced-write.ts).
-      giveUpAfterMs: Math.max(WRITE_RETRY_WINDOW_MS, this.options.leaseMs),
+      // As long as a single fenced write retries.
+      giveUpAfterMs: writeRetryWindowMs(this.options.leaseMs),
       random: deps.random,
       clock,
     };
-    const givingUpOn = (operation: string) => (lease: JobLease) =>
-      this.logger.error(
-        { operation, jobId: lease.id, token: lease.token },
-        `docket: giving up ${operation}; the lease will lapse and the job run again`,
-      );
+    const givingUpOn = (operation: string) => (lease: JobLease) => logGivingUp(this.logger, operation, lease);
     this.completer = new PartitionedBatchers(
       this.partitions,
       (part) =>
@@ -428,8 +427,8 @@ export class Worker {
     if (this.state !== 'running') return 0;
     // Backpressure: while outcome writes pile up (a slow or failing database), claim nothing more.
     if (this.writes.size > this.writesAhead) return 0;
-    // The same for completions: a slot is freed when its handler settles, before its completion is
-    // written, so claims and handlers could run ahead of the writes without bound. On a million-job
+    // The same for completions and failures: a slot is freed when its handler settles, before its
+    // outcome is written, so claims and handlers could run ahead of the writes without bound. On a million-job
     // drain they did: 182,000 jobs whose handlers had run waited, leased, heartbeated and held in
     // memory, for their completions (docs/benchmarks.md, issue 17). Writing completions is a
     // worker's real pace; a newly freed room is told when a round trip ends (onRoundTripEnded).

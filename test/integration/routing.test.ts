@@ -18,6 +18,7 @@ import {
 } from '../../src/index.js';
 import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { recordFailureWrites } from './support/failure-writes.js';
 import { eventually, useInProcessDockets } from './support/suite-fixtures.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -217,19 +218,7 @@ describe.each(storeKinds())('routing and the worker registry on %s', (kind) => {
   it('with unhandledAfterMs, parks a backlog nobody serves in batches of one round trip each, every job once', async () => {
     const docket = dockets.closeAfterTest(await Docket.open({ url: dockets.db.url, unhandledAfterMs: 200 }));
     docket.handle('uhb.known', async () => {});
-    const store = docket.store;
-    const failMany = store.jobFailMany.bind(store);
-    const batches: number[] = [];
-    store.jobFailMany = async (params) => {
-      batches.push(params.failures.length);
-      return failMany(params);
-    };
-    let singles = 0;
-    const single = store.jobFail.bind(store);
-    store.jobFail = async (params) => {
-      singles += 1;
-      return single(params);
-    };
+    const writes = recordFailureWrites(docket.store);
     const parkedIds = new Set<string>();
     docket.events.on('parked', (event) => parkedIds.add(event.job.id));
     const total = 250;
@@ -242,11 +231,11 @@ describe.each(storeKinds())('routing and the worker registry on %s', (kind) => {
     await worker.stop();
 
     expect([...parkedIds].sort()).toEqual(submitted.map((job) => job.id).sort());
-    expect(singles).toBe(0);
+    expect(writes.singles()).toBe(0);
     // At most 100 a sweep (PARK_BATCH), each sweep's jobs of a kind in one round trip.
-    expect(batches.reduce((sum, size) => sum + size, 0)).toBe(total);
-    expect(Math.max(...batches)).toBeLessThanOrEqual(100);
-    expect(batches.length).toBeLessThanOrEqual(Math.ceil(total / 100) + 2);
+    expect(writes.batchSizes.reduce((sum, size) => sum + size, 0)).toBe(total);
+    expect(Math.max(...writes.batchSizes)).toBeLessThanOrEqual(100);
+    expect(writes.batchSizes.length).toBeLessThanOrEqual(Math.ceil(total / 100) + 2);
     expect(await docket.listDeadLetters({ kind: 'uhb.nobody', limit: 1000 })).toHaveLength(total);
   });
 

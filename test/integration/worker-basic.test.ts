@@ -14,6 +14,7 @@ import {
 } from '../../src/index.js';
 import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { recordFailureWrites } from './support/failure-writes.js';
 import { useInProcessDockets } from './support/suite-fixtures.js';
 
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 100, jitterRatio: 0 };
@@ -131,19 +132,7 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
       attemptsOf.set(n, [...(attemptsOf.get(n) ?? []), ctx.attempt]);
       if (ctx.attempt === 1) throw new Error(`503 for ${n}`);
     });
-    const store = docket.store;
-    const failMany = store.jobFailMany.bind(store);
-    const batchSizes: number[] = [];
-    store.jobFailMany = async (params) => {
-      batchSizes.push(params.failures.length);
-      return failMany(params);
-    };
-    const single = store.jobFail.bind(store);
-    let singles = 0;
-    store.jobFail = async (params) => {
-      singles += 1;
-      return single(params);
-    };
+    const writes = recordFailureWrites(docket.store);
     await docket.submitMany(
       Array.from({ length: total }, (_, n) => ({ kind: 'outage.hook', payload: { n }, retry: FAST_RETRY })),
     );
@@ -152,9 +141,9 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     await expect.poll(() => worker.stats.completed, { timeout: 20_000, interval: 50 }).toBe(total);
     await worker.stop();
 
-    expect(singles).toBe(0);
-    expect(batchSizes.reduce((sum, size) => sum + size, 0)).toBe(total);
-    expect(batchSizes.length).toBeLessThan(total / 4);
+    expect(writes.singles()).toBe(0);
+    expect(writes.batchSizes.reduce((sum, size) => sum + size, 0)).toBe(total);
+    expect(writes.batchSizes.length).toBeLessThan(total / 4);
     expect([...attemptsOf.values()].filter((attempts) => attempts.join() !== '1,2')).toEqual([]);
     expect(attemptsOf.size).toBe(total);
     const job = await docket.getJob((await docket.listJobs({ kind: 'outage.hook', limit: 1 }))[0]!.id);

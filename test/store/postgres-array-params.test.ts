@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bigintArrayParam,
+  floatArrayParam,
   intArrayParam,
   sharedOrEach,
   textArrayParam,
@@ -66,6 +67,14 @@ describe('PostgreSQL array parameters', () => {
     expect(rows[0]).toEqual({ timeouts, delays: delays.map(String) });
   });
 
+  it("reads double precision arrays back exactly (a failure batch's delays), nulls and extremes included", async () => {
+    const delays = [null, 0, 1.5, 3_600_000, 1e300, Number.MAX_VALUE, 5e-324, null];
+    const { rows } = await client.query<{ delays: (number | null)[] }>('SELECT $1::double precision[] AS delays', [
+      floatArrayParam(delays),
+    ]);
+    expect(rows[0]!.delays).toEqual(delays);
+  });
+
   it('reads timestamptz arrays back to the millisecond, whatever the session time zone, nulls included', async () => {
     const instants = [
       new Date('1970-01-01T00:00:00.000Z'),
@@ -90,6 +99,8 @@ describe('PostgreSQL array parameters', () => {
   it('refuses a number that is not an integer, and an instant PostgreSQL would misread, instead of sending it', () => {
     expect(() => intArrayParam([1, 2.5])).toThrow(/2.5 is not an integer/);
     expect(() => intArrayParam([Number.NaN])).toThrow(/NaN is not an integer/);
+    expect(() => floatArrayParam([1, Number.POSITIVE_INFINITY])).toThrow(/Infinity is not a finite number/);
+    expect(() => floatArrayParam([Number.NaN])).toThrow(/NaN is not a finite number/);
     expect(() => timestamptzArrayParam([new Date(Number.NaN)])).toThrow(/outside years 1 to 9999/);
     expect(() => timestamptzArrayParam([new Date('+010000-01-01T00:00:00.000Z')])).toThrow(/outside years 1 to 9999/);
     expect(() => timestamptzArrayParam([new Date('0000-12-31T23:59:59.999Z')])).toThrow(/outside years 1 to 9999/);

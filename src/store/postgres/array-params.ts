@@ -54,25 +54,23 @@ export function bigintArrayParam(ids: readonly string[]): string {
 
 /** An `int[]` (or `bigint[]`) literal; every element must be an integer or null (NULL). */
 export function intArrayParam(values: readonly (number | null)[]): string {
-  let literal = '{';
-  for (let i = 0; i < values.length; i += 1) {
-    const value = values[i];
-    if (i > 0) literal += ',';
-    if (value === null) literal += 'NULL';
-    else if (Number.isSafeInteger(value)) literal += value;
-    else throw new TypeError(`intArrayParam: ${value} is not an integer`);
-  }
-  return `${literal}}`;
+  return numberArrayParam(values, true);
 }
 
 /** A `double precision[]` literal; every element must be a finite number or null (NULL). */
 export function floatArrayParam(values: readonly (number | null)[]): string {
+  return numberArrayParam(values, false);
+}
+
+/** The literal of {@link intArrayParam} (`integers`) or {@link floatArrayParam}. */
+function numberArrayParam(values: readonly (number | null)[], integers: boolean): string {
   let literal = '{';
   for (let i = 0; i < values.length; i += 1) {
     const value = values[i];
     if (i > 0) literal += ',';
     if (value === null || value === undefined) literal += 'NULL';
-    else if (Number.isFinite(value)) literal += String(value);
+    else if (integers ? Number.isSafeInteger(value) : Number.isFinite(value)) literal += value;
+    else if (integers) throw new TypeError(`intArrayParam: ${value} is not an integer`);
     else throw new TypeError(`floatArrayParam: ${value} is not a finite number`);
   }
   return `${literal}}`;

@@ -34,7 +34,7 @@ import type {
   ReleaseOutcome,
   SubmitResult,
 } from '../store.js';
-import { queueStatsOf } from '../store-params.js';
+import { queueStatsOf, STALE_FAILURE } from '../store-params.js';
 import {
   bigintArrayParam,
   floatArrayParam,
@@ -80,9 +80,7 @@ function acceptCopiesOfDeletedLeases(batch: LeaseBatch, out: CompleteOutcome[]):
   for (let i = 0; i < batch.indexes.length; i += 1) if (accepted.has(keyOf(i))) out[batch.indexes[i]!] = 'done';
 }
 
-/** A failure that was not written (its lease is not current), shared: it is never mutated. */
-const STALE_FAILURE: FailOutcome = Object.freeze({ outcome: 'stale' });
-/** A parked failure's answer, shared likewise. */
+/** A parked failure's answer, shared: it is never mutated (as STALE_FAILURE). */
 const PARKED_FAILURE: FailOutcome = Object.freeze({ outcome: 'parked' });
 
 /** The SQL for one schema, and the code that runs it on any {@link Queryable}. */

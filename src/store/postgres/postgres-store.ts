@@ -82,7 +82,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, earliestRetry, leaseOf, positiveMs, reserveIdCount } from '../store-params.js';
+import { claimLimit, earliestRetry, leaseOf, positiveMs, reserveIdCount, STALE_FAILURE } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import {
   type ConnectionHealth,
@@ -443,7 +443,7 @@ export class PostgresStore implements Store {
 
   async jobFail(params: JobFailParams): Promise<FailOutcome> {
     const [outcome] = await this.jobFailMany({ now: params.now, failures: [params] });
-    return outcome ?? { outcome: 'stale' };
+    return outcome ?? STALE_FAILURE;
   }
 
   async jobFailMany(params: JobFailManyParams): Promise<FailOutcome[]> {

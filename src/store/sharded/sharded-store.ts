@@ -86,7 +86,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { leaseOf } from '../store-params.js';
+import { leaseOf, STALE_FAILURE } from '../store-params.js';
 import { DeferredShardStore } from './deferred-shard-store.js';
 import {
   assignShardNumber,
@@ -1163,7 +1163,7 @@ export class ShardedStore implements Store, ShardAdmin {
   }
 
   async jobFailMany(params: JobFailManyParams): Promise<FailOutcome[]> {
-    return this.splitLeases<JobFailure, FailOutcome>(params.failures, { outcome: 'stale' }, (store, failures) =>
+    return this.splitLeases<JobFailure, FailOutcome>(params.failures, STALE_FAILURE, (store, failures) =>
       store.jobFailMany({ ...params, failures }),
     );
   }

@@ -101,7 +101,15 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import { claimLimit, earliestRetry, LEASE_EXPIRED_MESSAGE, pageSize, parseJobId, positiveMs } from '../store-params.js';
+import {
+  claimLimit,
+  earliestRetry,
+  LEASE_EXPIRED_MESSAGE,
+  pageSize,
+  parseJobId,
+  positiveMs,
+  STALE_FAILURE,
+} from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import { SqliteClaimQueries } from './claim-queries.js';
 import { SqliteDashboardQueries } from './dashboard-queries.js';
@@ -348,7 +356,7 @@ export class SqliteStore implements Store {
 
   async jobFail(params: JobFailParams): Promise<FailOutcome> {
     const [outcome] = await this.jobFailMany({ now: params.now, failures: [params] });
-    return outcome ?? { outcome: 'stale' };
+    return outcome ?? STALE_FAILURE;
   }
 
   /** Every failure in one write transaction (one commit); a lease named twice is written once, as on PostgreSQL. */
@@ -358,7 +366,7 @@ export class SqliteStore implements Store {
       const nowMs = this.clock(params.now);
       const outcomes = params.failures.map((failure): FailOutcome => {
         const id = parseJobId(failure.id);
-        return id === null ? { outcome: 'stale' } : this.jobs.fail(id, failure, nowMs);
+        return id === null ? STALE_FAILURE : this.jobs.fail(id, failure, nowMs);
       });
       return { outcomes, nowMs };
     });
