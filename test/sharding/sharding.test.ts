@@ -657,11 +657,19 @@ describe('sharded store', () => {
       } finally {
         await worker.stop();
       }
-      // A process that opened before the drain learns of it within the identity refresh.
-      await new Promise((resolve) => setTimeout(resolve, IDENTITY_REFRESH_MS + 200));
-      // The refresh runs beside the call that found it due (never on a submit's path): give it a moment.
-      await docket.submit({ kind: 'drain', payload: 'warm-up' });
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // A process that opened before the drain learns of it within the identity refresh. The
+      // refresh runs beside the call that found it due (never on a submit's path), so poll with
+      // submits rather than sleeping a guess at how long a loaded machine takes to read three shards.
+      const store = docket.store as ShardedStore;
+      await expect
+        .poll(
+          async () => {
+            await docket.submit({ kind: 'drain', payload: 'until-refreshed' });
+            return store.describeShards().find((shard) => shard.number === 2)?.draining;
+          },
+          { timeout: IDENTITY_REFRESH_MS + 10_000, interval: 250 },
+        )
+        .toBe(true);
       const after = await Promise.all(
         Array.from({ length: 12 }, (_, i) => docket.submit({ kind: 'drain', payload: { after: i } })),
       );
