@@ -225,6 +225,34 @@ describe('slot enumeration', () => {
     );
   });
 
+  it("reads every field form in UTC exactly as croner's own time-zone mode does (Docket reads with a fixed offset of 0)", () => {
+    // cron-pattern.ts asks croner for UTC readings with `utcOffset: 0`, ten times cheaper than
+    // `timezone: 'UTC'` (an Intl conversion per step); both must name the same instants for every
+    // form Docket accepts, day-of-month and day-of-week specials included.
+    const patterns = [
+      '* * * * *',
+      '*/7 */5 * * *',
+      '15,45 8-18 * * mon-fri',
+      '30 2 L * *',
+      '0 0 1W * *',
+      '0 0 LW * *',
+      '0 12 * * 5#3',
+      '0 0 * * 5L',
+      '0 0 29 2 *',
+      '0 22 * * 1-5/2',
+      '0 0 1 jan,jul *',
+      '*/10 * * * * *',
+    ];
+    const anyInstant = fc.integer({ min: Date.UTC(1971, 0, 1), max: Date.UTC(2099, 0, 1) }).map((ms) => new Date(ms));
+    fc.assert(
+      fc.property(fc.constantFrom(...patterns), anyInstant, (cron, from) => {
+        const theirs = new Cron(cron, { timezone: 'UTC', paused: true, mode: '5-or-6-parts' }).nextRun(from);
+        expect(nextSlotAfter({ cron, timeZone: 'UTC' }, from)?.toISOString()).toBe(theirs?.toISOString());
+      }),
+      { seed: 20261206, numRuns: 2000 },
+    );
+  });
+
   it('returns increasing slots, each strictly after the instant asked about, and previousSlotBefore inverts it', () => {
     fc.assert(
       fc.property(

@@ -395,7 +395,7 @@ export class PostgresStore implements Store {
       for (const schedule of locked) schedules.set(schedule.id, schedule);
       const now = await this.schedules.now(client, params.now);
       const { advances, dropped } = planClaimedRuns(jobs, schedules, now);
-      await this.schedules.apply(client, advances, now, this.wakeHorizonMs);
+      await this.schedules.applyQuietly(client, advances, now, this.wakeHorizonMs);
       await this.schedules.deleteJobs(client, [...dropped]);
       return jobs.filter((job) => !dropped.has(job.id));
     });
@@ -657,7 +657,7 @@ export class PostgresStore implements Store {
         .filter((schedule) => broken.has(schedule.id))
         // From the last slot: the slots since are misfires, which the schedule's policy decides.
         .map((schedule) => advanceSchedule(schedule, plannedThroughSlotAt(schedule) as Date, now, false));
-      await this.schedules.apply(client, advances, now, this.wakeHorizonMs);
+      await this.schedules.applyQuietly(client, advances, now, this.wakeHorizonMs);
       return advances.filter((advance) => advance.runs.length > 0).length;
     });
   }

@@ -40,6 +40,22 @@ function rowToQueueState(row: QueueRow): QueueState {
 /** The database clock, unless the caller pinned an instant. Always parameter $1. */
 const NOW = 'coalesce($1::timestamptz, now())';
 
+/** The parameters of the apply statements, in their order ($1 … $9). */
+function applyParams(advances: readonly ScheduleAdvance[], now: Date, wakeHorizonMs: number): unknown[] {
+  const runs = advances.flatMap((advance) => advance.runs.map((run) => ({ id: advance.scheduleId, ...run })));
+  return [
+    now,
+    runs.map((run) => run.id),
+    runs.map((run) => run.slot),
+    runs.map((run) => run.runAt),
+    advances.map((advance) => advance.scheduleId),
+    advances.map((advance) => advance.lastSlotAt),
+    advances.map((advance) => advance.nextSlotAt),
+    advances.map((advance) => advance.nextRunAt),
+    wakeHorizonMs,
+  ];
+}
+
 /** The schedule SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresScheduleQueries {
   private readonly sql: ReturnType<typeof buildSql>;
@@ -127,19 +143,23 @@ export class PostgresScheduleQueries {
     wakeHorizonMs: number,
   ): Promise<Schedule[]> {
     if (advances.length === 0) return [];
-    const runs = advances.flatMap((advance) => advance.runs.map((run) => ({ id: advance.scheduleId, ...run })));
-    const result = await db.query<ScheduleRow>(this.sql.apply, [
-      now,
-      runs.map((run) => run.id),
-      runs.map((run) => run.slot),
-      runs.map((run) => run.runAt),
-      advances.map((advance) => advance.scheduleId),
-      advances.map((advance) => advance.lastSlotAt),
-      advances.map((advance) => advance.nextSlotAt),
-      advances.map((advance) => advance.nextRunAt),
-      wakeHorizonMs,
-    ]);
+    const result = await db.query<ScheduleRow>(this.sql.apply, applyParams(advances, now, wakeHorizonMs));
     return result.rows.map(rowToSchedule);
+  }
+
+  /**
+   * {@link apply} for callers that do not read the schedules back (a claim of recurring runs, the
+   * repair sweep): the same writes and wake-up, answered with nothing. A claim of 500 recurring
+   * runs spent about as long reading back and parsing 500 schedule rows it then dropped as the
+   * database spent writing them.
+   */
+  async applyQuietly(
+    db: Queryable,
+    advances: readonly ScheduleAdvance[],
+    now: Date,
+    wakeHorizonMs: number,
+  ): Promise<void> {
+    if (advances.length > 0) await db.query(this.sql.applyQuietly, applyParams(advances, now, wakeHorizonMs));
   }
 
   /** Active schedules whose latest run is no longer live, locked (SKIP LOCKED), up to `limit`. */
@@ -204,6 +224,33 @@ function buildSql(s: string, channel: string) {
   const values = `$2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17`;
   const columns = `id, cron, time_zone, kind, queue, payload_json, priority, max_attempts, retry_policy,
     timeout_ms, jitter_ms, jitter_mode, misfire_policy, catch_up_window_ms, max_catch_up_runs, paused`;
+  /** The apply statement (see `apply` below) with the given final SELECT. */
+  const applySql = (answer: string) => `
+      WITH inserted AS (
+        INSERT INTO ${jobs} (kind, queue, payload, priority, state, run_at, token, attempts, max_attempts,
+                             retry_policy, errors, timeout_ms, schedule_id, schedule_slot, created_at)
+        SELECT sc.kind, sc.queue, sc.payload_json::jsonb, sc.priority, 'pending', r.run_at, 0, 0, sc.max_attempts,
+               sc.retry_policy, '[]'::jsonb, sc.timeout_ms, sc.id, r.slot, $1
+        FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS r(schedule_id, slot, run_at, ord)
+        JOIN ${schedules} sc ON sc.id = r.schedule_id
+        ORDER BY r.ord
+        ON CONFLICT (schedule_id, schedule_slot) WHERE schedule_id IS NOT NULL DO NOTHING
+        RETURNING run_at
+      ),
+      updated AS (
+        UPDATE ${schedules} sc
+        SET last_slot_at = coalesce(u.last_slot_at, sc.last_slot_at), next_slot_at = u.next_slot_at,
+            next_run_at = u.next_run_at, updated_at = $1
+        FROM unnest($5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+          AS u(id, last_slot_at, next_slot_at, next_run_at)
+        WHERE sc.id = u.id
+        RETURNING sc.*
+      ),
+      wake AS (
+        SELECT pg_notify(${channelLiteral}, floor(extract(epoch FROM min(run_at)) * 1000)::bigint::text)
+        FROM inserted HAVING min(run_at) <= $1::timestamptz + ($9::double precision * interval '1 millisecond')
+      )
+      ${answer}`;
 
   return {
     /**
@@ -288,32 +335,10 @@ function buildSql(s: string, channel: string) {
      * At most one job per (schedule, slot): ON CONFLICT on jobs_schedule_slot_idx skips a slot that
      * already has a job (a repeated plan). One NOTIFY when a new run is due within the horizon.
      */
-    apply: `
-      WITH inserted AS (
-        INSERT INTO ${jobs} (kind, queue, payload, priority, state, run_at, token, attempts, max_attempts,
-                             retry_policy, errors, timeout_ms, schedule_id, schedule_slot, created_at)
-        SELECT sc.kind, sc.queue, sc.payload_json::jsonb, sc.priority, 'pending', r.run_at, 0, 0, sc.max_attempts,
-               sc.retry_policy, '[]'::jsonb, sc.timeout_ms, sc.id, r.slot, $1
-        FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS r(schedule_id, slot, run_at, ord)
-        JOIN ${schedules} sc ON sc.id = r.schedule_id
-        ORDER BY r.ord
-        ON CONFLICT (schedule_id, schedule_slot) WHERE schedule_id IS NOT NULL DO NOTHING
-        RETURNING run_at
-      ),
-      updated AS (
-        UPDATE ${schedules} sc
-        SET last_slot_at = coalesce(u.last_slot_at, sc.last_slot_at), next_slot_at = u.next_slot_at,
-            next_run_at = u.next_run_at, updated_at = $1
-        FROM unnest($5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
-          AS u(id, last_slot_at, next_slot_at, next_run_at)
-        WHERE sc.id = u.id
-        RETURNING sc.*
-      ),
-      wake AS (
-        SELECT pg_notify(${channelLiteral}, floor(extract(epoch FROM min(run_at)) * 1000)::bigint::text)
-        FROM inserted HAVING min(run_at) <= $1::timestamptz + ($9::double precision * interval '1 millisecond')
-      )
-      SELECT updated.*, (SELECT count(*) FROM wake) AS woke FROM updated ORDER BY id`,
+    apply: applySql('SELECT updated.*, (SELECT count(*) FROM wake) AS woke FROM updated ORDER BY id'),
+
+    /** applyQuietly: apply's writes and wake-up, answering one row with nothing of the schedules. */
+    applyQuietly: applySql('SELECT (SELECT count(*) FROM wake) AS woke'),
 
     /**
      * lockBroken: active schedules whose latest planned run (at coalesce(next_slot_at,
