@@ -68,6 +68,52 @@ describe('PostgresStore: recurring schedules under concurrency', () => {
     expect(claimedSlots.length).toBeGreaterThan(20);
   });
 
+  it('claims a schedule spike in transactions without first sending the one-statement claim, and one-off jobs after it', async () => {
+    const store = await open();
+    for (let i = 0; i < 12; i++) {
+      const spec = normalizeScheduleSpec({ id: `tenant-${i}`, cron: '0 0 * * *', job: { kind: 'report' } });
+      await store.scheduleUpsert({ spec, now: at(23, 0) });
+    }
+    const day = 86_400_000;
+    // The next midnight, five seconds in: every schedule's first run is due.
+    const now = new Date(at(0, 0, 5).getTime() + day);
+    // Count the statements sent on the pool (the one-statement claim) and in transactions.
+    const sent: string[] = [];
+    const pool = (store as unknown as { pool: pg.Pool }).pool;
+    const original = pool.query.bind(pool);
+    (pool as unknown as { query: unknown }).query = (...args: Parameters<pg.Pool['query']>) => {
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
+      sent.push(text);
+      return (original as (...a: unknown[]) => unknown)(...args);
+    };
+    const claimed: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const jobs = await store.jobClaim({ owner: 'w', limit: 3, leaseMs: LEASE_MS, now, includeLapsed: false });
+      claimed.push(...jobs.map((job) => job.scheduleId as string));
+    }
+    const oneStatementClaims = () => sent.filter((text) => text.includes('claim_pending_')).length;
+    // The first claim meets recurring runs and declines them in one statement; the next three go
+    // straight to the transaction.
+    expect(oneStatementClaims()).toBe(1);
+    expect(claimed.sort()).toEqual(Array.from({ length: 12 }, (_, i) => `tenant-${i}`).sort());
+    // Every claimed run planned its schedule's next one (the midnight after).
+    const next = await store.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "${store.schema}".jobs WHERE state = 'pending' AND run_at = $1`,
+      [new Date(at(0, 0).getTime() + 2 * day)],
+    );
+    expect(Number(next.rows[0]!.n)).toBe(12);
+    // One-off jobs after the spike: the claim that finds no recurring run goes back to one statement.
+    await store.jobSubmit({
+      jobs: Array.from({ length: 4 }, (_, i) => normalizeSubmit({ kind: 'mail', payload: { i } })),
+      now,
+    });
+    const first = await store.jobClaim({ owner: 'w', limit: 2, leaseMs: LEASE_MS, now, includeLapsed: false });
+    const before = oneStatementClaims();
+    const second = await store.jobClaim({ owner: 'w', limit: 2, leaseMs: LEASE_MS, now, includeLapsed: false });
+    expect([...first, ...second].map((job) => job.kind)).toEqual(['mail', 'mail', 'mail', 'mail']);
+    expect(oneStatementClaims()).toBe(before + 1);
+  });
+
   it('drops a never-started run that a claim held while its schedule was paused', async () => {
     const store = await open();
     const spec = normalizeScheduleSpec({ id: 'held', cron: '* * * * *', job: { kind: 'held.tick', queue: 'held' } });

@@ -196,6 +196,14 @@ export class PostgresStore implements Store {
   private readonly transactions: PostgresTransactionQueries;
   private readonly workers: PostgresWorkerQueries;
   private readonly wakeHorizonMs: number;
+  /**
+   * Set when a claim found recurring runs among its candidates, cleared by a claim that found
+   * none: while set, claims go straight to the transaction that plans schedules. Without it every
+   * claim of a schedule spike (all its candidates recurring runs) first sent the one-statement
+   * claim, which chose, locked and then declined its rows: a round trip and a walk of the claim
+   * index for nothing. A wrong guess costs one claim in a transaction, which claims the same jobs.
+   */
+  private recurringRunsLikely = false;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
   private listener: WakeUpListener | null = null;
   private listenerStarting: Promise<void> | null = null;
@@ -375,6 +383,8 @@ export class PostgresStore implements Store {
    * a transaction that also locks those runs' schedules (in id order), plans each schedule whose
    * latest run was claimed with the database's now, inserts the next runs and commits, so the
    * claim and the next run are one atomic step. A repeated plan inserts nothing (unique key).
+   * After a claim that found recurring runs, the next claim starts in that transaction at once
+   * ({@link recurringRunsLikely}), until one finds none.
    */
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
     if (claimLimit(params.limit) === 0) return [];
@@ -383,12 +393,16 @@ export class PostgresStore implements Store {
     // plain index scans only: decisions 0011 and 0013). Only a claim that chose a recurring run
     // takes the transaction below, which plans the schedules' next runs.
     const searchesLapsed = params.includeLapsed !== false;
-    const fast = await this.claims.claimOrDefer(this.pool, params);
-    if (!fast.needsTransaction) return fast.jobs;
+    if (!this.recurringRunsLikely) {
+      const fast = await this.claims.claimOrDefer(this.pool, params);
+      if (!fast.needsTransaction) return fast.jobs;
+      this.recurringRunsLikely = true;
+    }
     return this.inTransaction(async (client) => {
       if (searchesLapsed) await this.claims.planLapsedSearch(client);
       const jobs = await this.claims.claimInTransaction(client, params);
       const scheduleIds = claimedScheduleIds(jobs);
+      this.recurringRunsLikely = scheduleIds.length > 0;
       if (scheduleIds.length === 0) return jobs;
       const locked = await this.schedules.lock(client, scheduleIds);
       const schedules = new Map<string, Schedule | null>(scheduleIds.map((id) => [id, null]));
