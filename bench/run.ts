@@ -6,11 +6,12 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike large limit sqlite submit single-submit memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit memory dashboard)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
  *   npm run bench -- --only outage,backlog --backlog-jobs 20000 --rounds 3   every first attempt throwing
+ *   npm run bench -- --only schedule-spike --systems docket,docket-sqlite   10,000 schedules due at one second
  *                                            (decision 0024), beside the drain of the same backlog
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
@@ -58,6 +59,7 @@ import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak
 import {
   loadSystem,
   OUTAGE_SYSTEMS,
+  SCHEDULE_SYSTEMS,
   SYSTEM_NAMES,
   type SystemConfig,
   type SystemName,
@@ -86,6 +88,7 @@ const WORKLOADS = [
   'outage',
   'stream',
   'spike',
+  'schedule-spike',
   'large',
   'limit',
   'sqlite',
@@ -165,6 +168,7 @@ const SIZES = smoke
       spikeLeadMs: 1_000,
       spikeCapMs: 10_000,
       spikesPerWorker: 2,
+      scheduleSpike: { jobs: 200, leadMs: 3_000 },
       fillerJobs: 5_000,
       largeDrainJobs: 300,
       largeStreamRate: 200,
@@ -191,6 +195,9 @@ const SIZES = smoke
       spikeCapMs: 30_000,
       // The first spike meets a worker just started, the last one a worker that has run two.
       spikesPerWorker: 3,
+      // Creating 10,000 schedules one call each (16 in flight) takes about 12 s here (800 a
+      // second): the lead covers it with room for a loaded machine.
+      scheduleSpike: { jobs: 10_000, leadMs: 20_000 },
       fillerJobs: 1_000_000,
       largeDrainJobs: 20_000,
       largeStreamRate: 1_000,
@@ -730,6 +737,24 @@ async function main(): Promise<void> {
             spikes: SIZES.spikesPerWorker,
             capMs: SIZES.spikeCapMs,
             databaseNow: () => databaseNow(databaseUrl('postgres')),
+          }),
+      );
+    }
+    if (only.has('schedule-spike')) {
+      // Docket only: one recurring schedule per job (SCHEDULE_SYSTEMS).
+      const { jobs, leadMs } = SIZES.scheduleSpike;
+      await alternate(
+        contenders.filter((c) => SCHEDULE_SYSTEMS.includes(c.module.name)),
+        'schedule-spike',
+        { jobs, leadMs, procs: 1, spikes: SIZES.spikesPerWorker },
+        results,
+        (c, round) =>
+          spikeRun(c, jobs, leadMs, 1, {
+            round,
+            spikes: SIZES.spikesPerWorker,
+            capMs: SIZES.spikeCapMs,
+            databaseNow: () => databaseNow(databaseUrl('postgres')),
+            viaSchedules: true,
           }),
       );
     }

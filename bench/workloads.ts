@@ -13,6 +13,7 @@ import {
   type BenchJob,
   type BenchStore,
   OUTAGE_SYSTEMS,
+  SCHEDULE_SYSTEMS,
   type SystemConfig,
   type SystemModule,
   type Variant,
@@ -429,16 +430,27 @@ function prefixed(prefix: string, d: Distribution): Record<string, number> {
  * (as in production, where a spike rarely meets a worker seconds old). The run's lateness metrics
  * are the first spike's; the last one's are reported beside them as `warm…`, and early starts are
  * counted over all of them.
+ *
+ * With `viaSchedules` (workload `schedule-spike`, {@link SCHEDULE_SYSTEMS} only) the `n` jobs are
+ * the runs of `n` recurring schedules all due at the instant (a whole second), as when every tenant's
+ * nightly report falls due at 00:00: each run's claim also plans its schedule's next run, in the
+ * same transaction. Each spike creates `n` new schedules.
  */
 export async function spikeRun(
   contender: Contender,
   n: number,
   leadMs: number,
   procs: number,
-  options: RunOptions & { databaseNow: () => Promise<Date>; spikes?: number },
+  options: RunOptions & { databaseNow: () => Promise<Date>; spikes?: number; viaSchedules?: boolean },
 ): Promise<RunRecord> {
   const spikes = options.spikes ?? 1;
-  const run = record(contender, 'spike', options, { jobs: n, leadMs, procs, ...(spikes > 1 ? { spikes } : {}) });
+  const viaSchedules = options.viaSchedules === true;
+  if (viaSchedules && !SCHEDULE_SYSTEMS.includes(contender.module.name))
+    throw new Error(
+      `the schedule-spike workload runs on ${SCHEDULE_SYSTEMS.join(', ')} only, not ${contender.module.name}`,
+    );
+  const workload = viaSchedules ? 'schedule-spike' : 'spike';
+  const run = record(contender, workload, options, { jobs: n, leadMs, procs, ...(spikes > 1 ? { spikes } : {}) });
   const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
@@ -451,18 +463,25 @@ export async function spikeRun(
     const outcomes: SpikeLateness[] = [];
     for (let spike = 0; spike < spikes && run.status === 'ok'; spike += 1) {
       const dbNow = (await options.databaseNow()).getTime();
-      // A whole 100 ms, so the due instant has no sub-millisecond part in any store.
-      const dueAtMs = Math.ceil((dbNow + leadMs) / 100) * 100;
+      // A whole 100 ms, so the due instant has no sub-millisecond part in any store; a whole
+      // second for schedules, whose cron names seconds.
+      const grainMs = viaSchedules ? 1000 : 100;
+      const dueAtMs = Math.ceil((dbNow + leadMs) / grainMs) * grainMs;
       const firstIndex = spike * n;
       const jobs = benchJobs(n, new Date(dueAtMs)).map((job) => ({ ...job, i: firstIndex + job.i }));
-      const insertMs = await insertAll(store, jobs, 2_000);
+      const insertMs = viaSchedules
+        ? await scheduleAll(store, jobs, new Date(dueAtMs))
+        : await insertAll(store, jobs, 2_000);
       const insertedAt = Date.now();
       if (spike === 0) {
         run.metrics.insertMs = insertMs;
         run.metrics.insertMarginMs = dueAtMs - insertedAt;
       }
       if (insertedAt >= dueAtMs)
-        fail(run, `inserting spike ${spike + 1} took ${Math.round(insertMs)} ms and overran the due instant`);
+        fail(
+          run,
+          `${viaSchedules ? 'creating the schedules of' : 'inserting'} spike ${spike + 1} took ${Math.round(insertMs)} ms and overran the due instant`,
+        );
       const allStarted = await recorder.waitFor(firstIndex + n, dueAtMs - Date.now() + options.capMs);
       const outcome = spikeLateness(recorder.startDateMs, firstIndex, firstIndex + n, dueAtMs);
       outcomes.push(outcome);
@@ -505,6 +524,17 @@ export async function spikeRun(
   }
   run.wallMs = hostNowMs() - wallStart;
   return run;
+}
+
+/** Creates one schedule per job, all due at `dueAt`; the time it took, ms. */
+async function scheduleAll(store: BenchStore, jobs: readonly BenchJob[], dueAt: Date): Promise<number> {
+  if (!store.scheduleAt) throw new Error('this system does not take recurring schedules (SCHEDULE_SYSTEMS)');
+  const started = hostNowMs();
+  await store.scheduleAt(
+    jobs.map((job) => job.i),
+    dueAt,
+  );
+  return hostNowMs() - started;
 }
 
 /** One spike's starts, against its due instant. */

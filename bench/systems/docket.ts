@@ -33,6 +33,8 @@ const KIND = 'bench.noop';
 /** The tuned variant's prefetch: graphile-worker's published local queue size. */
 const TUNED_PREFETCH = 500;
 const SCHEMA = 'docket';
+/** Schedule creations in flight while a schedule spike is armed. */
+const SCHEDULES_IN_FLIGHT = 16;
 
 function sqlitePath(config: SystemConfig): string {
   const match = /^sqlite:(.+)$/.exec(config.databaseUrl);
@@ -138,6 +140,22 @@ function docketModule(
                 : {}),
             })),
           );
+        },
+        async scheduleAt(indices: readonly number[], dueAt: Date) {
+          if (dueAt.getTime() % 1000 !== 0)
+            throw new Error(`a schedule spike is due at a whole second, not ${dueAt.toISOString()}`);
+          // A six-field cron naming the instant's second of the year (UTC): due then, next a year later.
+          const d = dueAt;
+          const cron = `${d.getUTCSeconds()} ${d.getUTCMinutes()} ${d.getUTCHours()} ${d.getUTCDate()} ${d.getUTCMonth() + 1} *`;
+          // As an application creating one schedule per tenant would: one call each, some in flight.
+          let next = 0;
+          const creator = async () => {
+            while (next < indices.length) {
+              const i = indices[next++]!;
+              await docket.schedule({ id: `bench-${i}`, cron, job: { kind: KIND, payload: { i } } });
+            }
+          };
+          await Promise.all(Array.from({ length: SCHEDULES_IN_FLIGHT }, creator));
         },
         async submitOne(i: number) {
           await docket.submit({ kind: KIND, payload: { i } });

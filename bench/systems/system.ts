@@ -71,6 +71,19 @@ export const OUTAGE_SYSTEMS: readonly SystemName[] = ['docket', 'docket-lean', '
 /** How far off a failed first attempt's retry is: never within a run. */
 export const OUTAGE_RETRY_DELAY_MS = 3_600_000;
 
+/**
+ * The systems whose stores take {@link BenchStore.scheduleAt}: the `schedule-spike` workload's
+ * recurring schedules are Docket's API (the peers' cron features are per-process crontabs or
+ * per-minute polls with no comparable one-schedule-per-tenant call). Not `docket-lean`: its
+ * retention changes completions, not the claims and plans a schedule spike measures.
+ */
+export const SCHEDULE_SYSTEMS: readonly SystemName[] = [
+  'docket',
+  'docket-sqlite',
+  'docket-baseline',
+  'docket-sqlite-baseline',
+];
+
 /** The harness's side of a system: setup, bulk insert, counting, teardown. */
 export interface BenchStore {
   /** Inserts jobs in one call (or as few as the system allows), committed before it resolves. */
@@ -80,6 +93,12 @@ export interface BenchStore {
    * request would (many of these run concurrently); committed before it resolves.
    */
   submitOne(i: number): Promise<void>;
+  /**
+   * The `schedule-spike` workload ({@link SCHEDULE_SYSTEMS} only): one recurring schedule per job,
+   * each due at `dueAt` (a whole second) and next a year later, whose runs carry `{ i }`; each
+   * schedule's first run is planned, and committed, before it resolves.
+   */
+  scheduleAt?(indices: readonly number[], dueAt: Date): Promise<void>;
   /** Live jobs that are due now and not finished (waiting or running); future-dated ones excluded. */
   remainingDue(): Promise<number>;
   /** Releases this process's connections; the data stays. */

@@ -79,6 +79,15 @@ describe('benchmark harness (smoke mode)', () => {
       expect(run.metrics.warmLatenessMaxMs).toBeGreaterThanOrEqual(0);
     }
     expect(report).toMatch(/2nd spike: last start, ms/);
+    // A schedule spike: the runs of recurring schedules all due at one second.
+    const scheduleSpikes = runs.filter((run) => run.workload === 'schedule-spike');
+    expect(scheduleSpikes.map((run) => run.label).sort()).toEqual(['docket (default)', 'docket (tuned)']);
+    for (const run of scheduleSpikes) {
+      expect([run.label, run.status]).toEqual([run.label, 'ok']);
+      expect(run.metrics.early).toBe(0);
+      expect(run.metrics.started).toBe(200);
+    }
+    expect(report).toMatch(/## 3b\. A schedule spike/);
   }, 240_000);
 
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
