@@ -33,8 +33,26 @@ function slotInstantsForWallTime(wallMs: number, timeZone: string, dstClass: Dst
   return first === undefined ? [gapEndAfterWallTime(wallMs, timeZone)] : [first];
 }
 
+// Recent answers of nextSlotAfter, by zone, pattern and instant. A schedule spike plans thousands
+// of schedules that share all three (every tenant's report at 00:00, its runs claimed and planned
+// at one database now), so the same question came thousands of times, at 6-18 µs each on the
+// claim's path. The inputs are pure, so an answer never goes stale; bounded like compileCron's
+// cache, and cleared whole when full.
+const recentAnswers = new Map<string, number | null>();
+const MAX_RECENT_ANSWERS = 4096;
+
 /** The first slot strictly after `after`, or null when the pattern has no later match. */
 export function nextSlotAfter(source: SlotSource, after: Date): Date | null {
+  const key = `${source.timeZone}\n${source.cron}\n${after.getTime()}`;
+  const known = recentAnswers.get(key);
+  if (known !== undefined) return known === null ? null : new Date(known);
+  const answer = firstSlotAfter(source, after);
+  if (recentAnswers.size >= MAX_RECENT_ANSWERS) recentAnswers.clear();
+  recentAnswers.set(key, answer === null ? null : answer.getTime());
+  return answer;
+}
+
+function firstSlotAfter(source: SlotSource, after: Date): Date | null {
   const cron = compileCron(source.cron);
   const { timeZone } = source;
   const afterMs = after.getTime();

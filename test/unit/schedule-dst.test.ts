@@ -272,6 +272,31 @@ describe('slot enumeration', () => {
     );
   });
 
+  it('answers a repeated question (one pattern, zone and instant, as in a schedule spike) as it answered the first, with a Date of its own', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('*/15 * * * *', '30 2 * * *', '0,30 1,2 * * *', '0 0 29 2 *', '0 9 * * 1-5'),
+        fc.constantFrom(...zones),
+        instant,
+        (cron, timeZone, from) => {
+          const first = nextSlotAfter({ cron, timeZone }, from);
+          const firstMs = first?.getTime() ?? null;
+          // A caller that changes the Date it got must not change the next caller's answer.
+          first?.setTime(0);
+          const again = nextSlotAfter({ cron, timeZone }, new Date(from.getTime()));
+          expect(again?.getTime() ?? null).toBe(firstMs);
+          expect(again === first && first !== null).toBe(false);
+          // The same instant in another zone or pattern is its own question.
+          const elsewhere = nextSlotAfter({ cron, timeZone: timeZone === 'UTC' ? 'Asia/Kolkata' : 'UTC' }, from);
+          const offsetMs = timeZone === 'UTC' ? 5.5 * 3_600_000 : null;
+          if (offsetMs !== null && elsewhere !== null && firstMs !== null && !cron.startsWith('*/15'))
+            expect(elsewhere.getTime()).not.toBe(firstMs);
+        },
+      ),
+      { seed: 20261207, numRuns: 300 },
+    );
+  });
+
   it('returns null when the pattern has no later match', () => {
     expect(
       nextSlotAfter({ cron: '0 0 29 2 *', timeZone: 'UTC' }, new Date('2028-03-01T00:00:00Z'))?.toISOString(),
