@@ -226,10 +226,11 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
   it('keeps a job running five times longer than its lease alive by heartbeating', async () => {
     const owner = await open();
     const rival = await open();
-    // Heartbeats at a sixth of the lease: five may be late, or one round trip may stall for a second
+    // Heartbeats at a tenth of the lease: nine may be late, or one round trip may stall for 1.8 s
     // (a WAL flush behind another suite's load), before the lease lapses. A 600 ms lease lapsed once
-    // in CI on a loaded machine; what this proves is renewal, not how tight a lease can be.
-    const leaseMs = 1200;
+    // in CI on a loaded machine, and a 1,200 ms one once in a loaded local run of the whole suite;
+    // what this proves is renewal, not how tight a lease can be.
+    const leaseMs = 2000;
     let signalAborted = false;
     owner.handle('long', async (_payload, ctx) => {
       await sleep(leaseMs * 5);
@@ -251,7 +252,7 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     await expect.poll(async () => (await owner.getJob(id))?.state, { timeout: 3000, interval: 20 }).toBe('running');
     await rival.worker({ leaseMs, heartbeatIntervalMs: 200, pollIntervalMs: 20 }).start();
 
-    expect(await within(completed.promise, 15_000, () => `long job completion (${trouble.join(', ')})`)).toBe(id);
+    expect(await within(completed.promise, 20_000, () => `long job completion (${trouble.join(', ')})`)).toBe(id);
     expect(trouble).toEqual([]);
     expect(signalAborted).toBe(false);
     expect(rivalStarted).toEqual([]);
