@@ -337,7 +337,11 @@ function buildSql(s: string, channel: string) {
      */
     apply: applySql('SELECT updated.*, (SELECT count(*) FROM wake) AS woke FROM updated ORDER BY id'),
 
-    /** applyQuietly: apply's writes and wake-up, answering one row with nothing of the schedules. */
+    /**
+     * applyQuietly: apply's writes and wake-up, answering one row with nothing of the schedules.
+     * The row reads `wake` on purpose: PostgreSQL runs a data-modifying CTE whether or not it is
+     * read, but a plain SELECT CTE such as `wake` (the NOTIFY) only when something reads it.
+     */
     applyQuietly: applySql('SELECT (SELECT count(*) FROM wake) AS woke'),
 
     /**
