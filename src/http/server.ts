@@ -23,7 +23,6 @@ import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { mountDashboard } from '../dashboard/dashboard-page.js';
 import { DEFAULT_DASHBOARD_PATH, parseDashboardPath } from '../dashboard/dashboard-path.js';
 import { Docket } from '../docket.js';
@@ -35,6 +34,7 @@ import type { WorkerRecord } from '../store/store.js';
 import type { WorkerOptions } from '../worker/worker-options.js';
 import type { AppEnv } from './app-env.js';
 import { type ApiToken, authMiddleware, requireScope, TokenAuthenticator } from './auth.js';
+import { requestBodyLimit } from './body-limit.js';
 import { dashboardRoutes } from './dashboard-routes.js';
 import { errorResponse, HttpError } from './http-error.js';
 import { jobRoutes } from './job-routes.js';
@@ -259,23 +259,20 @@ export function createApp(docket: Docket, config: AppConfig = {}): DocketApp {
     );
   app.use(
     '*',
-    bodyLimit({
-      maxSize: config.bodyLimitBytes ?? 1024 * 1024,
-      onError: (c) => {
-        // The unread rest of the body is discarded by closing the socket; saying so keeps a
-        // pooling client from sending its next request down a connection about to close.
-        c.header('Connection', 'close');
-        return c.json(
-          {
-            error: {
-              code: 'body_too_large',
-              field: 'body',
-              message: `body: is over the ${config.bodyLimitBytes ?? 1024 * 1024}-byte limit`,
-            },
+    requestBodyLimit(config.bodyLimitBytes ?? 1024 * 1024, (c) => {
+      // The unread rest of the body is discarded by closing the socket; saying so keeps a
+      // pooling client from sending its next request down a connection about to close.
+      c.header('Connection', 'close');
+      return c.json(
+        {
+          error: {
+            code: 'body_too_large',
+            field: 'body',
+            message: `body: is over the ${config.bodyLimitBytes ?? 1024 * 1024}-byte limit`,
           },
-          413,
-        );
-      },
+        },
+        413,
+      );
     }),
   );
 
