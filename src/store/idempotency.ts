@@ -66,6 +66,19 @@ export function assertBatchKeysAgree(jobs: readonly JobSpec[]): void {
   }
 }
 
+/** Whether two jobs of a batch share a key's scope (queue, kind and key): the later repeats the earlier. */
+export function batchRepeatsKey(jobs: readonly JobSpec[]): boolean {
+  if (jobs.length < 2) return false;
+  const scopes = new Set<string>();
+  for (const spec of jobs) {
+    if (spec.idempotencyKey === null) continue;
+    const scope = idempotencyScope(spec);
+    if (scopes.has(scope)) return true;
+    scopes.add(scope);
+  }
+  return false;
+}
+
 /** Whether any job of a batch of more than one carries a key (only then can a batch half-conflict). */
 export function batchNeedsAtomicKeys(jobs: readonly JobSpec[]): boolean {
   return jobs.length > 1 && jobs.some((spec) => spec.idempotencyKey !== null);

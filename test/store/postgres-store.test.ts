@@ -272,6 +272,109 @@ describe('PostgresStore: claiming under concurrency', () => {
   });
 });
 
+describe('PostgresStore: submits with idempotency keys and reserved ids', () => {
+  const ctx = useDatabase();
+
+  /** Records the text of every statement sent on the store's pool (transactions use checked-out clients). */
+  function recordPoolStatements(store: PostgresStore): string[] {
+    const sent: string[] = [];
+    const pool = (store as unknown as { pool: pg.Pool }).pool;
+    const original = pool.query.bind(pool);
+    (pool as unknown as { query: unknown }).query = (...args: Parameters<pg.Pool['query']>) => {
+      sent.push(typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text);
+      return (original as (...a: unknown[]) => unknown)(...args);
+    };
+    return sent;
+  }
+
+  async function submitReserved(store: PostgresStore, jobs: ReturnType<typeof specs>) {
+    const ids = await store.jobReserveIds({ count: jobs.length });
+    return { ids, results: await store.jobSubmit({ jobs, ids }) };
+  }
+
+  const keyed = (key: string, payload: Record<string, unknown> = {}) =>
+    normalizeSubmit({ kind: 'test.job', idempotencyKey: key, payload });
+  const plainInserts = (sent: string[]) => sent.filter((text) => text.includes('insert_jobs_')).length;
+
+  it('writes a batch of new keys with the plain insert, and answers held keys, repeats and conflicts as before', async () => {
+    await ctx.fresh();
+    const store = await ctx.open();
+    const sent = recordPoolStatements(store);
+
+    const fresh = await submitReserved(store, [keyed('a', { n: 1 }), keyed('b'), specs(1)[0]!]);
+    expect(fresh.results.map((result) => [result.id, result.created])).toEqual(fresh.ids.map((id) => [id, true]));
+    expect(plainInserts(sent)).toBe(1);
+
+    // A key a live job holds aborts the plain insert, and the batch is answered whole: the held
+    // key by its job, the new key created.
+    const held = await submitReserved(store, [keyed('a', { n: 1 }), keyed('c')]);
+    expect(held.results.map((result) => [result.id, result.created])).toEqual([
+      [fresh.ids[0], false],
+      [held.ids[1], true],
+    ]);
+    // The same key with another payload refuses the batch, and nothing of it is written.
+    await expect(submitReserved(store, [keyed('d'), keyed('a', { n: 2 })])).rejects.toMatchObject({
+      code: 'idempotency_conflict',
+      existingId: fresh.ids[0],
+    });
+    const written = await store.db.query<{ key: string }>(
+      `SELECT idempotency_key AS key FROM "${store.schema}".jobs WHERE idempotency_key IS NOT NULL ORDER BY 1`,
+    );
+    expect(written.rows.map((row) => row.key)).toEqual(['a', 'b', 'c']);
+
+    // A key repeated within one batch never tries the plain insert: the repeat is answered by the first.
+    const before = plainInserts(sent);
+    const repeated = await submitReserved(store, [keyed('e'), keyed('e')]);
+    expect(repeated.results.map((result) => [result.id, result.created])).toEqual([
+      [repeated.ids[0], true],
+      [repeated.ids[0], false],
+    ]);
+    expect(plainInserts(sent)).toBe(before);
+  });
+
+  it('sends keyed submits straight to the statement that answers held keys after meeting one, until a submit creates every job', async () => {
+    await ctx.fresh();
+    const store = await ctx.open();
+    const [first] = (await submitReserved(store, [keyed('held')])).results;
+    const sent = recordPoolStatements(store);
+
+    // Meets the held key: one plain insert, aborted.
+    const again = await submitReserved(store, [keyed('held'), keyed('new-1')]);
+    expect(again.results.map((result) => result.created)).toEqual([false, true]);
+    expect(again.results[0]!.id).toBe(first!.id);
+    expect(plainInserts(sent)).toBe(1);
+    // The next keyed submit goes straight to the full statement, which creates every job...
+    expect((await submitReserved(store, [keyed('new-2')])).results[0]!.created).toBe(true);
+    expect(plainInserts(sent)).toBe(1);
+    // ...so the one after it tries the plain insert again.
+    expect((await submitReserved(store, [keyed('new-3')])).results[0]!.created).toBe(true);
+    expect(plainInserts(sent)).toBe(2);
+    // Submits without keys always take the plain insert.
+    await submitReserved(store, specs(2));
+    expect(plainInserts(sent)).toBe(3);
+  });
+
+  it('waits for a concurrent writer of the same key and answers its job once it commits', async () => {
+    await ctx.fresh();
+    const store = await ctx.open();
+    const ids = await store.jobReserveIds({ count: 1 });
+    await withClient(async (client) => {
+      await client.query('BEGIN');
+      const [theirs] = await store.jobSubmit({ jobs: [keyed('racing')], transaction: client });
+      const ours = store.jobSubmit({ jobs: [keyed('racing')], ids });
+      // Our insert waits on the uncommitted holder of the key.
+      const raced = await Promise.race([
+        ours.then(() => 'answered'),
+        new Promise((r) => setTimeout(r, 300, 'waiting')),
+      ]);
+      expect(raced).toBe('waiting');
+      await client.query('COMMIT');
+      const [answer] = await ours;
+      expect(answer).toMatchObject({ id: theirs!.id, created: false });
+    });
+  });
+});
+
 describe('PostgresStore: query plans', () => {
   const ctx = useDatabase();
 

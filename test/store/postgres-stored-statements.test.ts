@@ -135,7 +135,7 @@ describe('PostgresStore: stored hot statements', () => {
         `SELECT array_agg(nextval('"${schema}".jobs_id_seq')::text) AS ids FROM generate_series(1, 1)`,
       )
     ).rows;
-    await jobs.submit(connection, { jobs: [normalizeSubmit({ kind: 'k' })], ids: reserved!.ids }, 5000);
+    await jobs.insertReserved(connection, { jobs: [normalizeSubmit({ kind: 'k' })], ids: reserved!.ids }, 5000);
     expect((await claims.claimOrDefer(connection, claimParams)).jobs).toHaveLength(1);
 
     // The table grows to 60,000 pending rows with no ANALYZE (autovacuum may be off): the cached
@@ -156,15 +156,18 @@ describe('PostgresStore: stored hot statements', () => {
     expect(claimPlan[0]).toMatch(/Index Scan using jobs_pending_kind_claim_idx/);
     expect(claimPlan[0]).toMatch(/Index Scan using jobs_pkey on jobs j_3 [^\n]*\n\s+Index Cond: \(id = c_1\.id\)/);
 
-    // The insert reads no table: its plan is the input's function scans, whatever the table holds.
+    // The insert reads no table: its plan is the input's function scans, whatever the table holds
+    // (a key is checked by the unique index's insertion, not by a scan).
     const [more] = (
       await connection.query<{ ids: string[] }>(
         `SELECT array_agg(nextval('"${schema}".jobs_id_seq')::text) AS ids FROM generate_series(1, 3)`,
       )
     ).rows;
     plans.length = 0;
-    const specs = [0, 1, 2].map(() => normalizeSubmit({ kind: 'k' }));
-    expect(await jobs.submit(connection, { jobs: specs, ids: more!.ids }, 5000)).toHaveLength(3);
+    const specs = [0, 1, 2].map((i) =>
+      normalizeSubmit(i === 1 ? { kind: 'k' } : { kind: 'k', idempotencyKey: `key-${i}` }),
+    );
+    expect(await jobs.insertReserved(connection, { jobs: specs, ids: more!.ids }, 5000)).toHaveLength(3);
     const insertPlan = nestedPlans(plans, 'INSERT INTO');
     expect(insertPlan).toHaveLength(1);
     expect(insertPlan[0]).not.toMatch(/Scan on jobs|Scan using/);

@@ -130,6 +130,7 @@ export class PostgresJobQueries {
           'text[]',
           'timestamptz[]',
           'double precision',
+          'text[]',
         ],
         returns: 'written bigint, now timestamptz, woke bigint',
         sql: this.sql.insertWithIds,
@@ -203,18 +204,7 @@ export class PostgresJobQueries {
     const jobs = params.jobs;
     if (jobs.length === 0) return [];
     assertBatchKeysAgree(jobs);
-    const ids = params.ids?.map((id, index) => {
-      const sqlId = sqlJobId(id);
-      if (sqlId === null) throw new Error(`jobSubmit: ids[${index}] ${JSON.stringify(id)} is not a reserved job id`);
-      return sqlId;
-    });
-    if (ids !== undefined && ids.length !== jobs.length) {
-      throw new Error(`jobSubmit: ${ids.length} ids for ${jobs.length} jobs`);
-    }
-    if (ids !== undefined && jobs.every((spec) => spec.idempotencyKey === null)) {
-      const inserted = await this.insertWithIds(db, params, ids, wakeHorizonMs);
-      if (inserted) return inserted;
-    }
+    const ids = reservedSqlIds(params);
     const results: (SubmitResult | undefined)[] = new Array(jobs.length);
     let pending = jobs.map((_, index) => index);
     for (let round = 0; pending.length > 0; round++) {
@@ -265,20 +255,24 @@ export class PostgresJobQueries {
   }
 
   /**
-   * The common case of a group-committed flush, in the leanest statement: reserved ids, no
-   * idempotency key, so no row can be answered from another, and the planner is spared the
-   * window, the lookups and the joins of submitWithIds (about half its server time at 100 rows).
-   * An id already stored means this is the resend of a submit whose commit was ambiguous:
-   * undefined is returned, and the caller answers it with submitWithIds (nothing was written:
-   * the duplicate key aborted the statement).
+   * The common case of a group-committed flush, in the leanest statement: reserved ids, every
+   * row new, so no row can be answered from another, and the planner is spared the window, the
+   * lookups and the joins of submitWithIds (about half its server time at 100 rows; a stored
+   * function besides, planned once per connection). Rows may carry idempotency keys, each scope
+   * (queue, kind, key) at most once in the batch: the insert has no ON CONFLICT, so a key a live
+   * job already holds, like an id already stored (the resend of a submit whose commit was
+   * ambiguous), aborts the whole statement with a unique violation and nothing is written.
+   * Undefined is then returned, and the caller answers the batch with submit or submitWithIds,
+   * which know how to answer a held key or a stored id.
    */
-  private async insertWithIds(
+  async insertReserved(
     db: Queryable,
     params: JobSubmitParams,
-    ids: readonly string[],
     wakeHorizonMs: number,
   ): Promise<SubmitResult[] | undefined> {
     const specs = params.jobs;
+    const ids = reservedSqlIds(params);
+    if (ids === undefined) throw new Error('jobSubmit: insertReserved needs reserved ids');
     let result: { rows: { written: string; now: Date }[] };
     try {
       result = await db.query<{ written: string; now: Date }>(this.stored.insertWithIds.callSql, [
@@ -287,10 +281,13 @@ export class PostgresJobQueries {
         ...columnArrays(specs),
         ...scheduleArrays(specs),
         wakeHorizonMs,
+        textArrayParam(sharedOrEach(specs.map((spec) => spec.idempotencyKey))),
       ]);
     } catch (error) {
       const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-      if (code === '23505' && constraint === 'jobs_pkey') return undefined;
+      if (code === '23505' && (constraint === 'jobs_pkey' || constraint === 'jobs_idempotency_scope_idx')) {
+        return undefined;
+      }
       throw error;
     }
     const answer = result.rows[0];
@@ -631,34 +628,37 @@ function buildSql(s: string, channel: string) {
     submitWithIds: submitSql(true),
 
     /**
-     * insertWithIds: writes a batch of jobs without idempotency keys under reserved ids.
+     * insertWithIds: writes a batch of new jobs under reserved ids, each idempotency key's scope
+     *   at most once in the batch.
      * Params: $1 now?, $2 id bigint[], $3 kind[], $4 queue[], $5 payloads (one JSON array text),
      *   $6 priority[], $7 run_at[] (NULL = now + delay), $8 delay_ms[], $9 max_attempts[],
      *   $10 retry policies (one JSON array text), $11 timeout_ms[], $12 schedule_id[],
-     *   $13 schedule_slot[], $14 wake horizon ms. ROWS FROM zips the arrays by position; every
-     *   array but the ids' and the payloads' may hold one element, which then stands for every
-     *   row (batchColumn; decision 0020).
+     *   $13 schedule_slot[], $14 wake horizon ms, $15 idempotency_key[]. ROWS FROM zips the
+     *   arrays by position; every array but the ids' and the payloads' may hold one element,
+     *   which then stands for every row (batchColumn; decision 0020).
      * Result: one row: written (the row count: all are written, or the statement fails: a stored
      *   id raises unique_violation on jobs_pkey, which only the resend of an ambiguous commit
-     *   meets) and now, the statement's instant, from which the caller derives each run_at.
+     *   meets, and a key a live job holds raises it on jobs_idempotency_scope_idx, waiting first
+     *   for a concurrent writer of that key to commit or roll back) and now, the statement's
+     *   instant, from which the caller derives each run_at.
      * Wake-up: as submit, at most one NOTIFY for the statement.
      */
     insertWithIds: `
       WITH inserted AS (
         INSERT INTO ${jobs} (id, kind, queue, payload, priority, state, run_at, token, attempts, max_attempts,
-                             retry_policy, errors, timeout_ms, schedule_id, schedule_slot, created_at)
+                             retry_policy, errors, idempotency_key, timeout_ms, schedule_id, schedule_slot, created_at)
         SELECT i.id, ${batchColumn('$3', 'text[]', 'i.kind')}, ${batchColumn('$4', 'text[]', 'i.queue')}, i.payload,
                ${batchColumn('$6', 'int[]', 'i.priority')}, 'pending',
                coalesce(${batchColumn('$7', 'timestamptz[]', 'i.run_at')},
                         ${NOW} + ${ms(batchColumn('$8', 'bigint[]', 'i.delay_ms'))}), 0, 0,
                ${batchColumn('$9', 'int[]', 'i.max_attempts')}, ${batchJsonColumn('$10', 'i.retry_policy')}, '[]'::jsonb,
-               ${batchColumn('$11', 'int[]', 'i.timeout_ms')}, ${batchColumn('$12', 'text[]', 'i.schedule_id')},
+               ${batchColumn('$15', 'text[]', 'i.idempotency_key')}, ${batchColumn('$11', 'int[]', 'i.timeout_ms')}, ${batchColumn('$12', 'text[]', 'i.schedule_id')},
                ${batchColumn('$13', 'timestamptz[]', 'i.schedule_slot')}, ${NOW}
         FROM ROWS FROM (unnest($2::bigint[], $3::text[], $4::text[]), jsonb_array_elements($5::jsonb),
                         unnest($6::int[], $7::timestamptz[], $8::bigint[], $9::int[]), jsonb_array_elements($10::jsonb),
-                        unnest($11::int[], $12::text[], $13::timestamptz[]))
+                        unnest($11::int[], $12::text[], $13::timestamptz[], $15::text[]))
           AS i(id, kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy, timeout_ms,
-               schedule_id, schedule_slot)
+               schedule_id, schedule_slot, idempotency_key)
         RETURNING run_at
       ),
       wake AS (
@@ -1020,6 +1020,19 @@ function columnArrays(specs: JobSubmitParams['jobs']): string[] {
 }
 
 /** The schedule columns of a submit batch ($schedule_id, $schedule_slot), shared as columnArrays shares. */
+/** A submit's reserved ids as SQL ids (undefined when it brings none); a malformed or miscounted list throws. */
+function reservedSqlIds(params: JobSubmitParams): string[] | undefined {
+  const ids = params.ids?.map((id, index) => {
+    const sqlId = sqlJobId(id);
+    if (sqlId === null) throw new Error(`jobSubmit: ids[${index}] ${JSON.stringify(id)} is not a reserved job id`);
+    return sqlId;
+  });
+  if (ids !== undefined && ids.length !== params.jobs.length) {
+    throw new Error(`jobSubmit: ${ids.length} ids for ${params.jobs.length} jobs`);
+  }
+  return ids;
+}
+
 function scheduleArrays(specs: JobSubmitParams['jobs']): string[] {
   return [
     textArrayParam(sharedOrEach(specs.map((spec) => spec.scheduleId))),

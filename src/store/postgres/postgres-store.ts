@@ -23,7 +23,7 @@ import type { ClaimedJob, Job } from '../../job/job.js';
 import { validateQueue } from '../../job/job-spec.js';
 import type { Schedule } from '../../schedule/schedule.js';
 import { checkDeadLetterListParams, checkExactUpTo, checkListParams } from '../dashboard-params.js';
-import { batchNeedsAtomicKeys } from '../idempotency.js';
+import { batchNeedsAtomicKeys, batchRepeatsKey } from '../idempotency.js';
 import type { OpenStoreOptions } from '../open-store.js';
 import {
   advanceSchedule,
@@ -204,6 +204,14 @@ export class PostgresStore implements Store {
    * index for nothing. A wrong guess costs one claim in a transaction, which claims the same jobs.
    */
   private recurringRunsLikely = false;
+  /**
+   * Set when a keyed submit met a key a live job already holds, cleared by one that created every
+   * job: while set, keyed submits go straight to the statement that answers held keys. A submit
+   * with reserved ids first tries the plain insert (insertReserved: one stored statement, no
+   * transaction), which a held key aborts; callers that resubmit the same keys (retries,
+   * deduplicating producers) would otherwise pay that aborted insert on every flush.
+   */
+  private heldKeysLikely = false;
   private readonly listeners = new Set<(wakeUp: WakeUp) => void>();
   private listener: WakeUpListener | null = null;
   private listenerStarting: Promise<void> | null = null;
@@ -353,6 +361,12 @@ export class PostgresStore implements Store {
    * keys may conflict (IdempotencyConflictError) after the others were inserted, so that batch
    * runs in its own transaction (inside a caller's transaction: a savepoint) and is rolled back
    * whole on a conflict. A single job's conflict inserts nothing (ON CONFLICT DO NOTHING).
+   *
+   * A submit with reserved ids (every group-committed flush and `submitMany`) first sends the
+   * plain insert ({@link PostgresJobQueries.insertReserved}), keys and all, unless a key repeats
+   * within it or keys were lately found held ({@link heldKeysLikely}): when every key is new, as
+   * nearly always, that one stored statement is the whole submit, with no transaction. A key a
+   * live job holds aborts it, writing nothing, and the batch goes the way above.
    */
   async jobSubmit(params: JobSubmitParams): Promise<SubmitResult[]> {
     const atomic = batchNeedsAtomicKeys(params.jobs);
@@ -361,9 +375,20 @@ export class PostgresStore implements Store {
       if (!atomic) return this.queries.submit(client, params, this.wakeHorizonMs);
       return inSavepoint(client, () => this.queries.submit(client, params, this.wakeHorizonMs));
     }
+    const keyed = params.jobs.some((spec) => spec.idempotencyKey !== null);
+    if (params.ids !== undefined && (!keyed || (!this.heldKeysLikely && !batchRepeatsKey(params.jobs)))) {
+      // Every row new: one stored statement, no transaction (a held key or a stored id aborts it
+      // whole, and the full statement below answers the batch).
+      const inserted = await this.queries.insertReserved(this.pool, params, this.wakeHorizonMs);
+      if (inserted !== undefined) {
+        this.wakeLocallyForSubmits(inserted);
+        return inserted;
+      }
+    }
     const results = atomic
       ? await this.inTransaction((client) => this.queries.submit(client, params, this.wakeHorizonMs))
       : await this.queries.submit(this.pool, params, this.wakeHorizonMs);
+    if (keyed) this.heldKeysLikely = results.some((result) => !result.created);
     this.wakeLocallyForSubmits(results);
     return results;
   }
