@@ -30,6 +30,7 @@ import { LapsedSearchPacer } from '../worker/lapsed-search-pacer.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
 import { ClaimWaiter } from './claim-waiter.js';
+import { CompletionGroup } from './completion-group.js';
 import { HttpError } from './http-error.js';
 import type { DocketMetrics } from './metrics.js';
 import { jobIdParam, readBody } from './request-input.js';
@@ -201,6 +202,8 @@ export function remoteWorkerRoutes(
     if (oldest !== undefined) map.delete(oldest);
   };
   const completedRecently = new Map<string, true>();
+  // Concurrent completions share round trips (one commit, not one each).
+  const completions = new CompletionGroup(store, docket.deletesDoneRecords);
   const registeredAt = new Map<string, number>();
   const receiptOf = (job: ClaimedJob) => receipts.sign(job.id, job.token, job.leaseOwner);
 
@@ -316,12 +319,7 @@ export function remoteWorkerRoutes(
     // A finished job is passed on too: a repeated complete of a done job is idempotent ('done').
     // With retention 0 the completion deletes the row, so a repeat finds no job and is stale.
     const outcome = job
-      ? await store.jobComplete({
-          id,
-          token: body.token,
-          leaseOwner: job.leaseOwner ?? undefined,
-          deleteRecord: docket.deletesDoneRecords,
-        })
+      ? await completions.complete({ id, token: body.token, leaseOwner: job.leaseOwner ?? undefined })
       : 'stale';
     const key = `${id}:${body.token}`;
     const claimedAtMs = leases.get(key);

@@ -125,6 +125,41 @@ for (const kind of storeKinds()) {
       expect(metrics).toMatch(new RegExp(`docket_jobs_completed_total\\{queue="lease-${kind}"\\} 2`));
     });
 
+    it('concurrent completions share round trips, each answered, a repeat included, and counted once', async () => {
+      const queue = `group-${kind}`;
+      const submitted = await t.call('POST', '/v1/jobs/batch', {
+        body: { jobs: Array.from({ length: 60 }, (_, i) => ({ kind: 'remote.task', queue, payload: { i } })) },
+      });
+      expect(submitted.status).toBe(201);
+      const claim = await fetch(`${t.url}/v1/worker/claim`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKENS.worker.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ workerId: 'grouped', queues: [queue], limit: 60 }),
+      });
+      const jobs = ((await claim.json()) as { jobs: RemoteJob[] }).jobs;
+      expect(jobs).toHaveLength(60);
+      // Each round trip is held 100 ms, so requests arriving meanwhile gather into the next one.
+      const store = t.server.docket.store;
+      const original = store.jobCompleteMany.bind(store);
+      const carried: number[] = [];
+      store.jobCompleteMany = async (params) => {
+        carried.push(params.leases.length);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return original(params);
+      };
+      try {
+        const worker = httpWorker(t.url, 'grouped');
+        const answers = await Promise.all([...jobs, jobs[0]!].map((job) => worker.complete(job)));
+        expect(answers.map((answer) => answer.body)).toEqual(answers.map(() => ({ outcome: 'done' })));
+      } finally {
+        store.jobCompleteMany = original;
+      }
+      expect(carried.reduce((sum, n) => sum + n, 0)).toBeGreaterThanOrEqual(60);
+      expect(carried.length).toBeLessThan(20);
+      const metrics = (await t.call('GET', '/metrics')).body as string;
+      expect(metrics).toMatch(new RegExp(`docket_jobs_completed_total\\{queue="${queue}"\\} 60\n`));
+    });
+
     it('a token handed out again to the same workerId (a lost WAL tail) cannot validate the first claim', async () => {
       const a = httpWorker(t.url, 'worker-a');
       const submitted = await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue: `wal-${kind}` } });
