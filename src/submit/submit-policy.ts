@@ -3,8 +3,8 @@
  * submits are flushed to the store as one batch (group commit), and how a submit that lost its
  * database connection is sent again. {@link SubmitBatcher} (submit-batcher.ts) applies it.
  *
- * Flushing: a call that finds the store idle is flushed at once (after the current synchronous
- * run, so calls made in the same tick share it); while a flush is in flight, calls accumulate and
+ * Flushing: a call that finds the store idle is flushed at once (at the end of the event loop's
+ * turn, so calls made in the same turn share it); while a flush is in flight, calls accumulate and
  * go out together when it returns. One flush at a time is the point: 100 callers in flight become
  * one statement and one commit per round trip instead of 100 (each commit is a WAL flush, and a
  * NOTIFY per commit serialises on PostgreSQL's global notify lock). Only a full batch

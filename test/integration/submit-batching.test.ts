@@ -75,6 +75,26 @@ describe.each(storeKinds())('group-committed submits on %s', (kind) => {
     }
   });
 
+  it('sends together the calls of one event-loop turn made from callbacks of their own, as a server reads requests', async () => {
+    const { docket, calls } = await openCounted();
+    // Each call in its own macrotask callback of one turn, as the requests a server reads in one
+    // pass over its sockets each arrive in a callback of their own (a microtask flush sent each
+    // alone, and on SQLite, whose writes are never in flight, every request was a transaction).
+    const results = await Promise.all(
+      Array.from(
+        { length: 20 },
+        (_, n) =>
+          new Promise<Awaited<ReturnType<Docket['submit']>>>((resolve, reject) => {
+            setImmediate(() => {
+              docket.submit({ kind: 'turn', payload: { n } }).then(resolve, reject);
+            });
+          }),
+      ),
+    );
+    expect(new Set(results.map((r) => r.id)).size).toBe(20);
+    expect(calls.map((c) => c.jobs.length)).toEqual([20]);
+  });
+
   it('accumulates calls that arrive while a flush is in flight and sends them together', async () => {
     const { docket, calls } = await openCounted();
     // 20 closed-loop callers, 10 submits each: only the first flush can go out with a single call.
