@@ -960,6 +960,26 @@ function singleSubmitSection(bench: BenchResults, targets: Target[]): string[] {
     ),
     '',
   );
+  const keyed = bench.runs.find((r) => r.workload === 'single-submit' && r.params.mode === 'capacity-keyed')?.params;
+  if (keyed) {
+    const withKey = (label: string) => runsOf(bench, 'single-submit', label, keyed);
+    out.push(
+      `Keyed: the capacity run again, each call carrying a caller's key never used before (\`job-<run>-<i>\`) through the system's own deduplication option (Docket \`submit({ idempotencyKey })\`, graphile-worker \`addJob(…, { jobKey })\`, pg-boss \`send(…, { singletonKey })\`, BullMQ \`add(…, { jobId })\`; the raw-SQL reference has none), right after each system's unkeyed run; every call still leaves one job. pg-boss stores the key, but on its default (standard-policy) queue no index enforces it: it deduplicates by \`singletonKey\` only in the other queue policies or within a \`singletonSeconds\` slot.`,
+      '',
+      table(
+        ['system', 'keyed jobs/s', 'call p50 / p99', 'keyed ÷ unkeyed'],
+        all
+          .filter((label) => withKey(label).length > 0)
+          .map((label) => [
+            label,
+            show(cell(withKey(label), 'jobsPerSec')),
+            `${show(cell(withKey(label), 'callP50Ms'), ' ms')} / ${show(cell(withKey(label), 'callP99Ms'), ' ms')}`,
+            ratioText(cell(withKey(label), 'jobsPerSec').value, cell(cap(label), 'jobsPerSec').value),
+          ]),
+      ),
+      '',
+    );
+  }
   const docket = all.find((label) => label === 'docket (default)' || label === 'docket');
   if (docket) {
     const rate = cell(cap(docket), 'jobsPerSec').value;
@@ -979,6 +999,55 @@ function singleSubmitSection(bench: BenchResults, targets: Target[]): string[] {
       ),
     );
   }
+  return out;
+}
+
+/** The floor of the HTTP single submits (bench/http-submit.ts HTTP_FLOOR_LABEL). */
+const HTTP_FLOOR = 'http floor (bare node:http, no store)';
+
+/** A cell's median and, in brackets, each ok round's value in round order. */
+function showWithRounds(runs: RunRecord[], metric: string, unit = ''): string {
+  const values = runs
+    .filter((run) => run.status === 'ok')
+    .sort((a, b) => a.round - b.round)
+    .map((run) => fmt(run.metrics[metric] ?? Number.NaN));
+  const c = cell(runs, metric);
+  return c.ok > 0 ? `${show(c, unit)} [${values.join(', ')}]` : show(c, unit);
+}
+
+/** Single submits over HTTP: `docket serve` against a bare node:http server (bench/http-submit.ts). */
+function httpSubmitSection(bench: BenchResults): string[] {
+  const all = labels(bench, 'http-submit');
+  if (all.length === 0) return [];
+  const modes = paramSets(bench, 'http-submit', ['jobs', 'inFlight', 'mode']);
+  const p = modes[0]!;
+  const servers = [...all.filter((label) => label !== HTTP_FLOOR), ...all.filter((label) => label === HTTP_FLOOR)];
+  const out = [
+    '## 7c. Single submits over HTTP',
+    '',
+    `${p.jobs} \`POST /v1/jobs\` requests per run (body \`{"kind":"bench.noop","payload":{"i":i}}\`; keyed: with a fresh \`"idempotencyKey"\` each), ${p.inFlight} in flight from the bench process over one keep-alive \`node:http\` agent of as many sockets, each answer required to be 201 and the store to hold one job per request afterwards. \`docket serve\` runs with its defaults (a user's first \`docket serve\`: a JSON log line per request on stdout, here to a file; no tokens, loopback; no handlers) on a fresh store each run, from each checkout's own CLI (\`docket-baseline\`: DOCKET_BASELINE's). The floor is a bare \`node:http\` server that reads and \`JSON.parse\`s each body and answers 201, storing nothing: this client's ceiling on this machine. Jobs/s is n over the time from the first request to the last answer, median over rounds with each round in brackets; call time from a request's start to its answer's end; server CPU is the server process's user + system time per request (SQLite's writes run inside the server process, PostgreSQL's in its own backends, which this leaves out); ÷ floor against the floor in the same mode. The client, the server and the database share the machine's cores.`,
+    '',
+  ];
+  const rows: string[][] = [];
+  for (const label of servers) {
+    for (const mode of modes) {
+      const runs = runsOf(bench, 'http-submit', label, mode);
+      if (runs.length === 0) continue;
+      const floor = cell(runsOf(bench, 'http-submit', HTTP_FLOOR, mode), 'jobsPerSec').value;
+      rows.push([
+        label,
+        String(mode.mode),
+        showWithRounds(runs, 'jobsPerSec'),
+        `${show(cell(runs, 'callP50Ms'), ' ms')} / ${show(cell(runs, 'callP99Ms'), ' ms')}`,
+        show(cell(runs, 'serverCpuUsPerRequest'), ' µs'),
+        label === HTTP_FLOOR ? '1×' : ratioText(cell(runs, 'jobsPerSec').value, floor),
+      ]);
+    }
+  }
+  out.push(
+    table(['server', 'mode', 'jobs/s [rounds]', 'call p50 / p99', 'server CPU per request', '÷ floor'], rows),
+    '',
+  );
   return out;
 }
 
@@ -1098,6 +1167,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...sqliteSection(bench, targets),
     ...submitSection(bench, targets),
     ...singleSubmitSection(bench, targets),
+    ...httpSubmitSection(bench),
     ...dashboardSection(bench, targets),
     ...memorySection(bench, targets),
     ...profileSection(bench),

@@ -6,7 +6,7 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit http-submit memory dashboard)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
@@ -14,6 +14,10 @@
  *   npm run bench -- --only schedule-spike --systems docket,docket-sqlite   10,000 schedules due at one second
  *                                            (decision 0024), beside the drain of the same backlog
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
+ *                                            one job per call, then each call with a fresh caller's key (capacity-keyed)
+ *   npm run bench -- --only http-submit --systems docket,docket-baseline --rounds 3   POST /v1/jobs to `docket serve`
+ *                                            (defaults; PostgreSQL and SQLite, each checkout's own CLI) beside a bare
+ *                                            node:http server, 100 requests in flight (http-submit.ts)
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
  *                                            adds graphile-worker 0.18, pg-boss 12, BullMQ latest on Node 24 (bench/peers-latest)
@@ -35,6 +39,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { summarizeProfiles } from './cpu-profile.js';
 import { runDashboardBench } from './dashboard-queries.js';
+import { docketServeTarget, httpFloorTarget, httpSubmitRun, SERVE_SYSTEMS } from './http-submit.js';
 import {
   isLatestSystem,
   latestNodePath,
@@ -72,6 +77,7 @@ import {
   insertFutureFiller,
   outageRun,
   type RunRecord,
+  type RunSubject,
   singleSubmitCapacityRun,
   singleSubmitLatencyRun,
   skippedRun,
@@ -94,6 +100,7 @@ const WORKLOADS = [
   'sqlite',
   'submit',
   'single-submit',
+  'http-submit',
   'memory',
   'dashboard',
 ] as const;
@@ -178,6 +185,7 @@ const SIZES = smoke
       ],
       pgbench: { seconds: 1, clients: 4, threads: 2, batch: 100 },
       singleSubmit: { capacityJobs: 300, inFlight: 100, latencyRate: 200, latencyMs: 1_000 },
+      httpSubmit: { jobs: 300, inFlight: 100 },
       memoryMs: 0,
     }
   : {
@@ -207,6 +215,7 @@ const SIZES = smoke
       ],
       pgbench: { seconds: 10, clients: 4, threads: 2, batch: 100 },
       singleSubmit: { capacityJobs: 20_000, inFlight: 100, latencyRate: 1_000, latencyMs: 10_000 },
+      httpSubmit: { jobs: 20_000, inFlight: 100 },
       memoryMs: Number(args['memory-minutes'] ?? 10) * 60_000,
     };
 
@@ -310,15 +319,20 @@ function labelOf(system: string, variant: Variant, variants: number): string {
   return variants > 1 ? `${system} (${variant})` : system;
 }
 
-/** Runs `fn` for each contender each round, rotating the order so no system always goes first. */
-async function alternate(
-  contenders: readonly Contender[],
+/**
+ * Runs `fn` for each contender each round, rotating the order so no system always goes first.
+ * With a list of parameter sets, `fn` makes one run of each, in that order, back to back (a
+ * variant right after the run it is compared with, on the same contender).
+ */
+async function alternate<T extends RunSubject>(
+  contenders: readonly T[],
   workload: string,
-  params: RunRecord['params'],
+  params: RunRecord['params'] | readonly RunRecord['params'][],
   results: RunRecord[],
-  fn: (contender: Contender, round: number) => Promise<RunRecord>,
-  skip: (contender: Contender) => string | null = () => null,
+  fn: (contender: T, round: number) => Promise<RunRecord | RunRecord[]>,
+  skip: (contender: T) => string | null = () => null,
 ): Promise<void> {
+  const paramSets: readonly RunRecord['params'][] = Array.isArray(params) ? params : [params];
   const timedOut = new Set<string>();
   for (let round = 1; round <= rounds; round += 1) {
     const shift = (round - 1) % Math.max(1, contenders.length);
@@ -331,24 +345,30 @@ async function alternate(
             ? 'timed out in an earlier round'
             : skip(contender);
       if (reason) {
-        results.push(skippedRun(contender, workload, round, params, reason));
+        for (const set of paramSets) results.push(skippedRun(contender, workload, round, set, reason));
         continue;
       }
       // Times taken in two processes (a submit here, a start in a worker) are read on one clock,
       // the host's monotonic one (hostNowMs), so a step or slew of the wall clock cannot enter them.
-      const run = await fn(contender, round);
-      run.params = { ...params, ...run.params };
-      results.push(run);
-      if (run.status === 'timeout') timedOut.add(contender.label);
-      const headline = Object.entries(run.metrics)
-        .filter(([key]) =>
-          ['jobsPerSec', 'latencyP50Ms', 'latencyP99Ms', 'latenessP99Ms', 'lastStartAfterDueMs', 'early'].includes(key),
-        )
-        .map(([key, value]) => `${key}=${Math.round(value * 10) / 10}`)
-        .join(' ');
-      log(
-        `${workload} ${JSON.stringify(params)} r${round} ${contender.label}: ${run.status} ${headline} ${run.problems.join('; ')}`,
-      );
+      const made = await fn(contender, round);
+      const runs = Array.isArray(made) ? made : [made];
+      for (const [k, run] of runs.entries()) {
+        const set = paramSets[k] ?? paramSets[0] ?? {};
+        run.params = { ...set, ...run.params };
+        results.push(run);
+        if (run.status === 'timeout') timedOut.add(contender.label);
+        const headline = Object.entries(run.metrics)
+          .filter(([key]) =>
+            ['jobsPerSec', 'latencyP50Ms', 'latencyP99Ms', 'latenessP99Ms', 'lastStartAfterDueMs', 'early'].includes(
+              key,
+            ),
+          )
+          .map(([key, value]) => `${key}=${Math.round(value * 10) / 10}`)
+          .join(' ');
+        log(
+          `${workload} ${JSON.stringify(set)} r${round} ${contender.label}: ${run.status} ${headline} ${run.problems.join('; ')}`,
+        );
+      }
     }
   }
 }
@@ -776,12 +796,22 @@ async function main(): Promise<void> {
         ...drainContenders.filter((c) => c.module.name === 'raw-sql'),
       ];
       const { capacityJobs, inFlight, latencyRate, latencyMs } = SIZES.singleSubmit;
+      // Each capacity run is followed by the same with a fresh caller's key per call (each
+      // system's own deduplication option), so the two meet the machine in the same state. The
+      // raw-SQL reference has no idempotency, so no keyed run.
       await alternate(
         defaults,
         'single-submit',
-        { jobs: capacityJobs, inFlight, mode: 'capacity' },
+        [
+          { jobs: capacityJobs, inFlight, mode: 'capacity' },
+          { jobs: capacityJobs, inFlight, mode: 'capacity-keyed' },
+        ],
         results,
-        (c, round) => singleSubmitCapacityRun(c, capacityJobs, inFlight, { round, capMs: 0 }),
+        async (c, round) => {
+          const plain = await singleSubmitCapacityRun(c, capacityJobs, inFlight, { round, capMs: 0 });
+          if (c.module.name === 'raw-sql') return [plain];
+          return [plain, await singleSubmitCapacityRun(c, capacityJobs, inFlight, { round, capMs: 0, keyed: true })];
+        },
       );
       await alternate(
         defaults,
@@ -796,6 +826,34 @@ async function main(): Promise<void> {
         results,
         (c, round) => singleSubmitLatencyRun(c, latencyRate, latencyMs, inFlight, { round, capMs: latencyMs }),
       );
+    }
+    if (only.has('http-submit')) {
+      // `docket serve` with its defaults on each Docket store of the run (one server per system:
+      // serve has no worker variants to compare), the baseline checkout's beside this one's, and
+      // the bare node:http floor every row is divided by. Plain, then keyed, per server.
+      const served = new Map<string, Contender>();
+      for (const c of [...contenders, ...sqliteContenders])
+        if (c.variant === 'default' && SERVE_SYSTEMS.includes(c.module.name) && !served.has(c.module.name))
+          served.set(c.module.name, c);
+      const { jobs, inFlight } = SIZES.httpSubmit;
+      const logDir = join(scratchDir, 'http-submit');
+      mkdirSync(logDir, { recursive: true });
+      if (served.size === 0) log('http-submit: no Docket system in --systems to serve; skipped');
+      else
+        await alternate(
+          [...[...served.values()].map(docketServeTarget), httpFloorTarget()],
+          'http-submit',
+          [
+            { jobs, inFlight, mode: 'plain' },
+            { jobs, inFlight, mode: 'keyed' },
+          ],
+          results,
+          async (target, round) => [
+            await httpSubmitRun(target, jobs, inFlight, { round, capMs: 0, logDir }),
+            await httpSubmitRun(target, jobs, inFlight, { round, capMs: 0, logDir, keyed: true }),
+          ],
+          (target) => target.unavailable,
+        );
     }
     if (only.has('large')) {
       // Docket and the strongest PostgreSQL peer: inserting a million rows through each API costs

@@ -7,6 +7,7 @@
  * its speed. A run that does not finish within its time cap is reported as `timeout` with the rate
  * it reached, never as a fast result.
  */
+import { randomUUID } from 'node:crypto';
 import { analyzeDatabase, hostNowMs } from './pg-admin.js';
 import { cdfPoints, type Distribution, distribution, histogram } from './stats.js';
 import {
@@ -27,6 +28,16 @@ export interface Contender {
   config: SystemConfig;
   /** e.g. `graphile-worker (tuned)`. */
   label: string;
+}
+
+/**
+ * What a run record is of: a contender, or a reference that is no system's driver (the HTTP
+ * workload's bare node:http floor).
+ */
+export interface RunSubject {
+  label: string;
+  variant: Variant;
+  module: { readonly name: string };
 }
 
 /** How a run ended. */
@@ -79,7 +90,13 @@ export const FILLER_INDEX_BASE = 100_000_000;
 /** Spike histogram: 10 ms bins from -100 ms to +5000 ms (later starts land in the last bin). */
 export const SPIKE_BINS = { fromMs: -100, toMs: 5_000, bins: 510 } as const;
 
-function record(contender: Contender, workload: string, options: RunOptions, params: RunRecord['params']): RunRecord {
+/** A fresh, ok record of one run. */
+export function record(
+  contender: RunSubject,
+  workload: string,
+  options: RunOptions,
+  params: RunRecord['params'],
+): RunRecord {
   return {
     workload,
     system: contender.module.name,
@@ -103,7 +120,8 @@ function rssRecord(summary: RssSummary): RssRecord {
   };
 }
 
-function fail(run: RunRecord, problem: string, status: RunStatus = 'failed'): void {
+/** Adds a problem to a run; `status` replaces ok (and a timeout, when it is a failure). */
+export function fail(run: RunRecord, problem: string, status: RunStatus = 'failed'): void {
   run.problems.push(problem);
   // A failure outranks a timeout: a run that doubled a job is wrong, not merely slow.
   if (run.status === 'ok' || (run.status === 'timeout' && status === 'failed')) run.status = status;
@@ -409,7 +427,8 @@ export async function streamRun(
   return run;
 }
 
-function prefixed(prefix: string, d: Distribution): Record<string, number> {
+/** A distribution's fields as metrics named `<prefix>P50Ms` … `<prefix>MeanMs`. */
+export function prefixed(prefix: string, d: Distribution): Record<string, number> {
   return {
     [`${prefix}P50Ms`]: d.p50,
     [`${prefix}P90Ms`]: d.p90,
@@ -602,7 +621,7 @@ export async function insertFutureFiller(store: BenchStore, n: number, chunk = 1
 
 /** Marks a run as skipped (deadline reached, or an earlier round timed out). */
 export function skippedRun(
-  contender: Contender,
+  contender: RunSubject,
   workload: string,
   round: number,
   params: RunRecord['params'],
@@ -619,18 +638,31 @@ export function skippedRun(
  * from `inFlight` concurrent callers that each submit again as soon as their call returns (a web
  * app submitting as it serves requests), no workers. Capacity is n over the elapsed time; call
  * time is from a call's start to its return.
+ *
+ * `keyed` (mode `capacity-keyed`): each call carries a caller's key never used before
+ * (`job-<run>-<i>`), through the system's own deduplication option, as an API that passes on its
+ * client's request id would. The store's answer is the same (one job per call); what changes is
+ * the system's work to honour a key (a look-up, a unique index, a conflict clause).
  */
 export async function singleSubmitCapacityRun(
   contender: Contender,
   n: number,
   inFlight: number,
-  options: RunOptions,
+  options: RunOptions & { keyed?: boolean },
 ): Promise<RunRecord> {
-  const run = record(contender, 'single-submit', options, { jobs: n, inFlight, mode: 'capacity' });
+  const keyed = options.keyed === true;
+  const run = record(contender, 'single-submit', options, {
+    jobs: n,
+    inFlight,
+    mode: keyed ? 'capacity-keyed' : 'capacity',
+  });
   const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
   try {
+    // Made before the clock starts: the keys are the caller's, not the system's work.
+    const runId = randomUUID().slice(0, 8);
+    const keys = keyed ? Array.from({ length: n }, (_, i) => `job-${runId}-${i}`) : undefined;
     const callMs = new Float64Array(n);
     let next = 0;
     const started = hostNowMs();
@@ -638,7 +670,7 @@ export async function singleSubmitCapacityRun(
       Array.from({ length: Math.min(inFlight, n) }, async () => {
         for (let i = next++; i < n; i = next++) {
           const at = hostNowMs();
-          await store.submitOne(i);
+          await store.submitOne(i, keys?.[i]);
           callMs[i] = hostNowMs() - at;
         }
       }),

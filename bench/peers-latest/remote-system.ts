@@ -111,8 +111,8 @@ export async function remoteSystem(name: LatestSystemName, nodePath: string): Pr
         async insert(jobs: readonly BenchJob[]) {
           await host.call('insert', store, jobs);
         },
-        async submitOne(i: number) {
-          await host.call('submitOne', store, i);
+        async submitOne(i: number, key?: string) {
+          await host.call('submitOne', store, i, key);
         },
         async remainingDue() {
           return (await host.call('remainingDue', store)) as number;

@@ -11,7 +11,7 @@ export type HostRequest = { id: number } & (
   | { op: 'describe'; args: [variants: Variant[], concurrencies: number[]] }
   | { op: 'reset' | 'openStore' | 'destroy'; args: [config: SystemConfig] }
   | { op: 'insert'; args: [store: number, jobs: { i: number; runAt?: Date }[]] }
-  | { op: 'submitOne'; args: [store: number, i: number] }
+  | { op: 'submitOne'; args: [store: number, i: number, key?: string] }
   | { op: 'remainingDue' | 'close'; args: [store: number] }
 );
 
@@ -52,7 +52,7 @@ async function answer(request: HostRequest): Promise<unknown> {
     case 'insert':
       return storeOf(request.args[0]).insert(request.args[1]);
     case 'submitOne':
-      return storeOf(request.args[0]).submitOne(request.args[1]);
+      return storeOf(request.args[0]).submitOne(request.args[1], request.args[2]);
     case 'remainingDue':
       return storeOf(request.args[0]).remainingDue();
     case 'close': {

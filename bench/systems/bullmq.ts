@@ -74,8 +74,9 @@ export function makeBullmqSystem(lib: BullmqLibrary, name: SystemName): SystemMo
             })),
           );
         },
-        async submitOne(i: number) {
-          await queue.add('noop', { i });
+        async submitOne(i: number, key?: string) {
+          // A given jobId is BullMQ's deduplication: an add whose id exists returns that job.
+          await queue.add('noop', { i }, key === undefined ? undefined : { jobId: key });
         },
         async remainingDue() {
           const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');

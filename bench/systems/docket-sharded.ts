@@ -93,8 +93,14 @@ export const docketShardedSystem: SystemModule = {
           }),
         );
       },
-      async submitOne(i: number) {
-        await dockets[next++ % dockets.length]!.submit({ kind: KIND, payload: { i } });
+      async submitOne(i: number, key?: string) {
+        // A keyed job goes to its key's shard in the sharded layout; the independent one has no
+        // router, so it takes turns as keyless jobs do.
+        await dockets[next++ % dockets.length]!.submit({
+          kind: KIND,
+          payload: { i },
+          ...(key === undefined ? {} : { idempotencyKey: key }),
+        });
       },
       async remainingDue() {
         const counts = await Promise.all(

@@ -29,10 +29,12 @@ import {
   type SystemName,
 } from './system.js';
 
-const KIND = 'bench.noop';
+/** The kind of every job Docket's drivers submit and handle (the HTTP workload's requests too). */
+export const DOCKET_BENCH_KIND = 'bench.noop';
 /** The tuned variant's prefetch: graphile-worker's published local queue size. */
 const TUNED_PREFETCH = 500;
-const SCHEMA = 'docket';
+/** The schema Docket's drivers open (the HTTP workload's `docket serve` too). */
+export const DOCKET_BENCH_SCHEMA = 'docket';
 /** Schedule creations in flight while a schedule spike is armed. */
 const SCHEDULES_IN_FLIGHT = 16;
 
@@ -77,7 +79,11 @@ function docketModule(
   const sqlite = name === 'docket-sqlite' || name === 'docket-sqlite-baseline';
   const lean = name === 'docket-lean';
   async function open(config: SystemConfig): Promise<Docket> {
-    return (await loadDocket()).open({ url: config.databaseUrl, schema: SCHEMA, ...(lean ? { retentionMs: 0 } : {}) });
+    return (await loadDocket()).open({
+      url: config.databaseUrl,
+      schema: DOCKET_BENCH_SCHEMA,
+      ...(lean ? { retentionMs: 0 } : {}),
+    });
   }
   return {
     name,
@@ -124,7 +130,7 @@ function docketModule(
         async insert(jobs: readonly BenchJob[]) {
           await docket.submitMany(
             jobs.map((job) => ({
-              kind: KIND,
+              kind: DOCKET_BENCH_KIND,
               payload: job.failFirstAttempt ? { i: job.i, failFirstAttempt: true } : { i: job.i },
               ...(job.runAt ? { runAt: job.runAt } : {}),
               // The outage's retry an hour away, jitter-free: a run records first failures only.
@@ -152,19 +158,23 @@ function docketModule(
           const creator = async () => {
             while (next < indices.length) {
               const i = indices[next++]!;
-              await docket.schedule({ id: `bench-${i}`, cron, job: { kind: KIND, payload: { i } } });
+              await docket.schedule({ id: `bench-${i}`, cron, job: { kind: DOCKET_BENCH_KIND, payload: { i } } });
             }
           };
           await Promise.all(Array.from({ length: SCHEDULES_IN_FLIGHT }, creator));
         },
-        async submitOne(i: number) {
-          await docket.submit({ kind: KIND, payload: { i } });
+        async submitOne(i: number, key?: string) {
+          await docket.submit({
+            kind: DOCKET_BENCH_KIND,
+            payload: { i },
+            ...(key === undefined ? {} : { idempotencyKey: key }),
+          });
         },
         async remainingDue() {
           if (pool) {
             const { rows } = await pool.query<{ n: string }>(
-              `SELECT (SELECT count(*) FROM ${SCHEMA}.jobs WHERE state = 'running')
-                    + (SELECT count(*) FROM ${SCHEMA}.jobs WHERE state = 'pending' AND run_at <= now()) AS n`,
+              `SELECT (SELECT count(*) FROM ${DOCKET_BENCH_SCHEMA}.jobs WHERE state = 'running')
+                    + (SELECT count(*) FROM ${DOCKET_BENCH_SCHEMA}.jobs WHERE state = 'pending' AND run_at <= now()) AS n`,
             );
             return Number(rows[0]?.n ?? 0);
           }
@@ -180,7 +190,7 @@ function docketModule(
 
     async startWorker(config, onStart) {
       const docket = await open(config);
-      docket.handle(KIND, async (payload, ctx) => {
+      docket.handle(DOCKET_BENCH_KIND, async (payload, ctx) => {
         onStart(benchIndexOf(payload));
         // The outage workload: a downstream answering 503 to every first attempt.
         if (ctx.attempt === 1 && (payload as { failFirstAttempt?: boolean }).failFirstAttempt === true)

@@ -87,8 +87,9 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
             })),
           );
         },
-        async submitOne(i: number) {
-          await utils.addJob(TASK, { i });
+        async submitOne(i: number, key?: string) {
+          // jobKey's default mode is 'replace': a pending job with the key is updated, not added.
+          await utils.addJob(TASK, { i }, key === undefined ? undefined : { jobKey: key });
         },
         async remainingDue() {
           const { rows } = await pool.query<{ n: string }>(

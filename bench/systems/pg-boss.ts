@@ -80,8 +80,11 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
           const insert = boss.insert.bind(boss) as (...args: unknown[]) => Promise<unknown>;
           await (v12 ? insert(QUEUE, rows) : insert(rows.map((row) => ({ name: QUEUE, ...row }))));
         },
-        async submitOne(i: number) {
-          await boss.send(QUEUE, { i });
+        async submitOne(i: number, key?: string) {
+          // The key is stored, but on this standard-policy queue (the default) no unique index
+          // covers it: pg-boss deduplicates by singletonKey only in a short, singleton, stately
+          // (or, in 12, exclusive) queue, or within a singletonSeconds slot.
+          await (key === undefined ? boss.send(QUEUE, { i }) : boss.send(QUEUE, { i }, { singletonKey: key }));
         },
         async remainingDue() {
           const { rows } = await db.executeSql(

@@ -102,7 +102,9 @@ export const rawSqlSystem: SystemModule = {
     submitPool.on('error', () => {});
     return {
       ...store,
-      async submitOne(i) {
+      async submitOne(i, key) {
+        // No idempotency here (see the header): a key would be taken for a check never made.
+        if (key !== undefined) throw new Error('the raw-SQL reference takes no caller keys');
         await submitPool.query(RAW_SUBMIT_SQL, [KIND, QUEUE, { i }]);
       },
       async close() {

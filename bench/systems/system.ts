@@ -90,9 +90,13 @@ export interface BenchStore {
   insert(jobs: readonly BenchJob[]): Promise<void>;
   /**
    * Submits one job due now through the system's single-job call with its defaults, as a web
-   * request would (many of these run concurrently); committed before it resolves.
+   * request would (many of these run concurrently); committed before it resolves. With `key`, the
+   * call carries it through the system's own "deduplicate by the caller's key" option (Docket
+   * `idempotencyKey`, BullMQ `jobId`, graphile-worker `jobKey`, pg-boss `singletonKey`), as an API
+   * taking a client's request id would; callers pass a key never used before, so every call still
+   * leaves one job. The raw-SQL reference has no such option and refuses a key.
    */
-  submitOne(i: number): Promise<void>;
+  submitOne(i: number, key?: string): Promise<void>;
   /**
    * The `schedule-spike` workload ({@link SCHEDULE_SYSTEMS} only): one recurring schedule per job,
    * each due at `dueAt` (a whole second) and next a year later, whose runs carry `{ i }`; each

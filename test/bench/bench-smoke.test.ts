@@ -88,6 +88,24 @@ describe('benchmark harness (smoke mode)', () => {
       expect(run.metrics.started).toBe(200);
     }
     expect(report).toMatch(/## 3b\. A schedule spike/);
+    // Single submits with a fresh caller's key each, through each system's own deduplication
+    // option: every call still leaves one job (the raw-SQL reference takes no keys).
+    const keyedSingles = runs.filter(
+      (run) => run.workload === 'single-submit' && (run.params as { mode?: string }).mode === 'capacity-keyed',
+    );
+    expect(keyedSingles.map((run) => run.label)).toContain('docket (default)');
+    expect(keyedSingles.map((run) => run.label)).not.toContain('raw-sql');
+    for (const run of keyedSingles) expect([run.label, run.status]).toEqual([run.label, 'ok']);
+    // POST /v1/jobs to `docket serve` with its defaults, plain and keyed: every answer 201 and one
+    // job stored per request; the bare node:http floor beside it.
+    const served = runs.filter((run) => run.workload === 'http-submit' && run.label === 'docket serve');
+    expect(served.map((run) => [(run.params as { mode?: string }).mode, run.status, run.metrics.jobsInStore])).toEqual([
+      ['plain', 'ok', 300],
+      ['keyed', 'ok', 300],
+    ]);
+    const floors = runs.filter((run) => run.workload === 'http-submit' && run.label.startsWith('http floor'));
+    expect(floors.map((run) => run.status)).toEqual(['ok', 'ok']);
+    expect(report).toMatch(/## 7c\. Single submits over HTTP/);
   }, 240_000);
 
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
