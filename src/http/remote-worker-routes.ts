@@ -144,6 +144,13 @@ export class ReceiptSigner {
   }
 }
 
+/** A lease this process handed out to a remote worker (see `leases` in remoteWorkerRoutes). */
+interface HeldLease {
+  claimedAtMs: number;
+  owner: string;
+  queue: string;
+}
+
 /** What a remote worker receives for each claimed job. */
 export function remoteJob(job: ClaimedJob, receiptOf: (job: ClaimedJob) => string) {
   return {
@@ -192,10 +199,13 @@ export function remoteWorkerRoutes(
   const receipts = new ReceiptSigner(options.receiptSecret);
   const { metrics } = options;
   metrics.longPollsWaiting = () => waiter.waiting;
-  // Claim instant per live lease, to time the handler without another read. Bounded: a worker
-  // that vanishes must not grow it for ever. Also the record of completions already counted,
-  // so a repeated (idempotent) complete is never counted twice.
-  const leases = new Map<string, number>();
+  // Each lease this process handed out (by `id:token`): its claim instant, to time the handler,
+  // and its owner and queue, so a completion of it checks its receipt without reading the job
+  // (that read was one round trip per request, most of a remote drain's cost). Bounded: a worker
+  // that vanishes must not grow it for ever; a lease not found here (claimed through another
+  // server, or forgotten) is checked by reading its job. Also the record of completions already
+  // counted, so a repeated (idempotent) complete is never counted twice.
+  const leases = new Map<string, HeldLease>();
   const bounded = (map: Map<string, unknown>) => {
     if (map.size < 10_000) return;
     const oldest = map.keys().next().value;
@@ -275,7 +285,7 @@ export function remoteWorkerRoutes(
       if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
         for (const job of jobs) {
           bounded(leases);
-          leases.set(`${job.id}:${job.token}`, Date.now());
+          leases.set(`${job.id}:${job.token}`, { claimedAtMs: Date.now(), owner, queue: job.queue });
           metrics.observeClaim(job);
           // The claim instant by the database clock is leaseUntil - leaseMs.
           const startedAtMs = job.leaseUntil.getTime() - body.leaseMs;
@@ -315,26 +325,33 @@ export function remoteWorkerRoutes(
   routes.post('/jobs/:id/complete', async (c) => {
     const id = jobIdParam(c);
     const body = await readBody(c, completeRequestSchema);
-    const job = await leasedJob(id, body.token, body.receipt);
+    const key = `${id}:${body.token}`;
+    // A lease this process handed out is checked against the owner it recorded; the write is
+    // fenced by that owner and token as a read job's would be (a lease lapsed and retaken since,
+    // or a cancelled job, answers stale). Anything else (another server's claim, a forgotten
+    // lease, a wrong receipt, a repeat after the first complete) is checked by reading the job.
+    const held = leases.get(key);
+    const heldProven = held !== undefined && receipts.verify(id, body.token, held.owner, body.receipt);
+    const job = heldProven ? null : await leasedJob(id, body.token, body.receipt);
+    const leaseOwner = heldProven ? held.owner : (job?.leaseOwner ?? undefined);
     // A finished job is passed on too: a repeated complete of a done job is idempotent ('done').
     // With retention 0 the completion deletes the row, so a repeat finds no job and is stale.
-    const outcome = job
-      ? await completions.complete({ id, token: body.token, leaseOwner: job.leaseOwner ?? undefined })
-      : 'stale';
-    const key = `${id}:${body.token}`;
-    const claimedAtMs = leases.get(key);
-    leases.delete(key);
-    if (outcome === 'stale' || !job) {
+    const outcome = heldProven || job ? await completions.complete({ id, token: body.token, leaseOwner }) : 'stale';
+    if (outcome === 'stale') {
+      if (heldProven || job) leases.delete(key);
       metrics.stale.inc({ operation: 'complete' });
       throw stale('complete');
     }
-    // Counted once: only the call that found the job running completed it. A repeat (the job was
-    // done before this call) answers 'done' again without a second count.
-    if (job.state === 'running' && !completedRecently.has(key)) {
+    leases.delete(key);
+    // Counted once: only a call that found the lease held (in this process, or the job running)
+    // completed it. A repeat (the job was done before this call) answers 'done' again without a
+    // second count, and so does a concurrent twin (completedRecently).
+    const queue = heldProven ? held.queue : job?.state === 'running' ? job.queue : undefined;
+    if (queue !== undefined && !completedRecently.has(key)) {
       bounded(completedRecently);
       completedRecently.set(key, true);
-      metrics.completed.inc({ queue: job.queue });
-      if (claimedAtMs !== undefined) metrics.duration.observe({ queue: job.queue }, (Date.now() - claimedAtMs) / 1000);
+      metrics.completed.inc({ queue });
+      if (held !== undefined) metrics.duration.observe({ queue }, (Date.now() - held.claimedAtMs) / 1000);
     }
     return c.json({ outcome });
   });

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer } from '../../src/http/server.js';
+import { createServerLogger } from '../../src/http/server-logger.js';
 import { runSqlScript, storeKinds, type TestDatabase } from '../support/stores.js';
 import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 
@@ -245,6 +247,68 @@ for (const kind of storeKinds()) {
       expect(output.trim().split('\n').sort()).toEqual(['done 4', 'done 9', 'done 16'].sort());
       const jobs = (await t.call('GET', `/v1/jobs?queue=${queue}`)).body as { jobs: { state: string }[] };
       expect(jobs.jobs.map((j) => j.state)).toEqual(['done', 'done', 'done']);
+    });
+  });
+}
+
+for (const kind of storeKinds()) {
+  describe(`remote workers of two servers sharing a store and a receipt secret (${kind})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer({ kind, env: { DOCKET_RECEIPT_SECRET: 'shared-receipt-secret-0123' } });
+    });
+    afterAll(async () => {
+      await t?.stop();
+    });
+
+    it('completes a lease the claiming server handed out without reading the job, and one claimed through the other by reading it', async () => {
+      const other = await startServer({
+        config: t.config,
+        docket: t.server.docket,
+        logger: createServerLogger('silent'),
+      });
+      try {
+        const queue = `shared-${kind}`;
+        for (let i = 0; i < 3; i++) await t.call('POST', '/v1/jobs', { body: { kind: 'remote.task', queue } });
+        const claim = await fetch(`${t.url}/v1/worker/claim`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKENS.worker.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ workerId: 'roaming', queues: [queue], limit: 3 }),
+        });
+        const [first, second, third] = ((await claim.json()) as { jobs: RemoteJob[] }).jobs;
+        const store = t.server.docket.store;
+        const originalGet = store.jobGet.bind(store);
+        let reads = 0;
+        store.jobGet = (params) => {
+          reads += 1;
+          return originalGet(params);
+        };
+        try {
+          // Through the server that handed the lease out: checked against the owner it recorded.
+          expect((await httpWorker(t.url, 'roaming').complete(first!)).body).toEqual({ outcome: 'done' });
+          expect(reads).toBe(0);
+          // Through the other server: checked by reading the job.
+          expect((await httpWorker(other.url, 'roaming').complete(second!)).body).toEqual({ outcome: 'done' });
+          expect(reads).toBeGreaterThan(0);
+          // Another lease's receipt proves nothing, on either server.
+          for (const url of [t.url, other.url]) {
+            const forged = await httpWorker(url, 'roaming').complete({ ...third!, receipt: first!.receipt });
+            expect(forged.status).toBe(409);
+          }
+          expect((await t.call('GET', `/v1/jobs/${third!.id}`)).body).toMatchObject({ state: 'running' });
+          expect((await httpWorker(t.url, 'roaming').complete(third!)).body).toEqual({ outcome: 'done' });
+          // A repeat after the first completion answers done again.
+          expect((await httpWorker(t.url, 'roaming').complete(first!)).body).toEqual({ outcome: 'done' });
+        } finally {
+          store.jobGet = originalGet;
+        }
+        const counted = (url: string) =>
+          fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.all.token}` } }).then((r) => r.text());
+        expect(await counted(t.url)).toMatch(new RegExp(`docket_jobs_completed_total\\{queue="${queue}"\\} 2\n`));
+        expect(await counted(other.url)).toMatch(new RegExp(`docket_jobs_completed_total\\{queue="${queue}"\\} 1\n`));
+      } finally {
+        await other.close();
+      }
     });
   });
 }
