@@ -148,18 +148,31 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
       );
       try {
         await worker.start();
-        // A local submit wakes the worker at once (no time passes): the claim loop is idle after it.
+        // A local submit wakes the worker: the claim loop is idle after it. The worker's clock
+        // stands still while real time passes, so the submit's run time (the database's now when
+        // its flush ran) can lie a few ms past the worker's estimate of that now, made at start;
+        // the hint then arms the wake timer instead of claiming at once. Worker time is stepped
+        // 5 ms at a time until the job starts, at most 200 ms (far from the first poll).
         const local = await host.submit({ kind: 'polled' });
+        let started = false;
+        void startOf(local.id).promise.then(() => {
+          started = true;
+        });
+        let stepMs = 0;
+        for (; !started && stepMs < 200; stepMs += 5) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          if (!started) clock.advance(5);
+        }
         await within(startOf(local.id).promise, 10_000, 'the locally submitted job');
 
         const released = await elsewhere.store.jobRelease({ id, token: held!.token, leaseOwner: 'elsewhere' });
         expect(released).toBe('released');
         // Polls are jittered to [0.9, 1.1] x the interval: at 0.85 x none has fired.
-        clock.advance(pollIntervalMs * 0.85);
+        clock.advance(pollIntervalMs * 0.85 - stepMs);
         for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
         expect(startedIds).toEqual([local.id]);
         expect((await elsewhere.getJob(id))?.state).toBe('pending');
-        clock.advance(pollIntervalMs * 0.25);
+        clock.advance(pollIntervalMs * 0.3);
         await within(startOf(id).promise, 10_000, 'the job found by the poll');
         expect(startedIds).toEqual([local.id, id]);
         await completeAll(clock, worker, 2);
