@@ -6,7 +6,7 @@
  * `Request` (an `AbortController`, a web `ReadableStream` over the socket, header conversion),
  * and the body is then read through web streams instead of straight from the socket. For a
  * single-job `POST /v1/jobs` that was most of the server's CPU per request (a CPU profile of
- * `docket serve` under 100 clients; docs/benchmarks.md, "HTTP single submits"). A body framed by
+ * `docket serve` under 100 clients; docs/benchmarks.md, "Issue 17, eighteenth session"). A body framed by
  * `Content-Length` is judged by that header alone: Node's parser never delivers more bytes than
  * it states. Only a chunked body (`Transfer-Encoding`), whose size is known once read, goes
  * through hono's counting reader. A request with neither header has no body.

@@ -6,7 +6,7 @@
  * Why: a remote worker that completes each job by its own request made each completion its own
  * transaction, and on PostgreSQL each commit waits for its own WAL flush. Four remote workers
  * claiming 100 jobs at a time drained about 1,300 jobs a second, a twentieth of a Node worker's
- * default drain on the same store (docs/benchmarks.md, "remote workers over HTTP").
+ * default drain on the same store (docs/benchmarks.md, "Issue 17, eighteenth session").
  *
  * The policy is the submit path's (src/submit/submit-policy.ts): an idle group writes a
  * completion at once, alone, so a lone request waits for nothing; while a round trip is in

@@ -255,6 +255,28 @@ export function remoteWorkerRoutes(
     return receipts.verify(id, fencingToken, job.leaseOwner, presented) ? job : null;
   };
 
+  /**
+   * What proves a completion request holds (or, for a finished job, last held) its lease: the
+   * owner to fence the write by, and the queue when the lease was still running (to count it).
+   * A lease this process handed out is checked against the owner it recorded at the claim, with
+   * no read (the write's fence answers stale if it lapsed and was retaken, or was cancelled);
+   * anything else (another server's claim, a forgotten lease, a wrong receipt, a repeat after the
+   * first complete) by reading the job. Null when nothing proves it.
+   */
+  const completionProof = async (
+    id: string,
+    fencingToken: number,
+    presented: string,
+    held: HeldLease | undefined,
+  ): Promise<{ leaseOwner: string | undefined; runningQueue: string | undefined } | null> => {
+    if (held !== undefined && receipts.verify(id, fencingToken, held.owner, presented)) {
+      return { leaseOwner: held.owner, runningQueue: held.queue };
+    }
+    const job = await leasedJob(id, fencingToken, presented);
+    if (!job) return null;
+    return { leaseOwner: job.leaseOwner ?? undefined, runningQueue: job.state === 'running' ? job.queue : undefined };
+  };
+
   const routes = new Hono<AppEnv>();
   routes.use('*', requireScope('worker'));
   // The service's claims for all its remote workers search for lapsed leases at most every 250 ms.
@@ -326,27 +348,23 @@ export function remoteWorkerRoutes(
     const id = jobIdParam(c);
     const body = await readBody(c, completeRequestSchema);
     const key = `${id}:${body.token}`;
-    // A lease this process handed out is checked against the owner it recorded; the write is
-    // fenced by that owner and token as a read job's would be (a lease lapsed and retaken since,
-    // or a cancelled job, answers stale). Anything else (another server's claim, a forgotten
-    // lease, a wrong receipt, a repeat after the first complete) is checked by reading the job.
     const held = leases.get(key);
-    const heldProven = held !== undefined && receipts.verify(id, body.token, held.owner, body.receipt);
-    const job = heldProven ? null : await leasedJob(id, body.token, body.receipt);
-    const leaseOwner = heldProven ? held.owner : (job?.leaseOwner ?? undefined);
+    const proof = await completionProof(id, body.token, body.receipt, held);
     // A finished job is passed on too: a repeated complete of a done job is idempotent ('done').
     // With retention 0 the completion deletes the row, so a repeat finds no job and is stale.
-    const outcome = heldProven || job ? await completions.complete({ id, token: body.token, leaseOwner }) : 'stale';
+    const outcome = proof
+      ? await completions.complete({ id, token: body.token, leaseOwner: proof.leaseOwner })
+      : 'stale';
+    // A request that proved nothing leaves the lease's entry alone (it may be someone else's).
+    if (proof) leases.delete(key);
     if (outcome === 'stale') {
-      if (heldProven || job) leases.delete(key);
       metrics.stale.inc({ operation: 'complete' });
       throw stale('complete');
     }
-    leases.delete(key);
     // Counted once: only a call that found the lease held (in this process, or the job running)
     // completed it. A repeat (the job was done before this call) answers 'done' again without a
     // second count, and so does a concurrent twin (completedRecently).
-    const queue = heldProven ? held.queue : job?.state === 'running' ? job.queue : undefined;
+    const queue = proof?.runningQueue;
     if (queue !== undefined && !completedRecently.has(key)) {
       bounded(completedRecently);
       completedRecently.set(key, true);

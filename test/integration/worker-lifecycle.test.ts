@@ -154,14 +154,12 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
         // the hint then arms the wake timer instead of claiming at once. Worker time is stepped
         // 5 ms at a time until the job starts, at most 200 ms (far from the first poll).
         const local = await host.submit({ kind: 'polled' });
-        let started = false;
-        void startOf(local.id).promise.then(() => {
-          started = true;
-        });
+        const localStarted = startOf(local.id).promise.then(() => true);
+        const notYet = () => new Promise<false>((resolve) => setTimeout(resolve, 10, false));
         let stepMs = 0;
-        for (; !started && stepMs < 200; stepMs += 5) {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          if (!started) clock.advance(5);
+        while (stepMs < 200 && !(await Promise.race([localStarted, notYet()]))) {
+          clock.advance(5);
+          stepMs += 5;
         }
         await within(startOf(local.id).promise, 10_000, 'the locally submitted job');
 

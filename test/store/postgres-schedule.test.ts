@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { normalizeSubmit } from '../../src/job/job-spec.js';
 import { normalizeScheduleSpec } from '../../src/schedule/schedule.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { recordPoolStatements } from '../support/pool-statements.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 
 const LEASE_MS = 30_000;
@@ -77,15 +78,8 @@ describe('PostgresStore: recurring schedules under concurrency', () => {
     const day = 86_400_000;
     // The next midnight, five seconds in: every schedule's first run is due.
     const now = new Date(at(0, 0, 5).getTime() + day);
-    // Count the statements sent on the pool (the one-statement claim) and in transactions.
-    const sent: string[] = [];
-    const pool = (store as unknown as { pool: pg.Pool }).pool;
-    const original = pool.query.bind(pool);
-    (pool as unknown as { query: unknown }).query = (...args: Parameters<pg.Pool['query']>) => {
-      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
-      sent.push(text);
-      return (original as (...a: unknown[]) => unknown)(...args);
-    };
+    // Count the statements sent on the pool (the one-statement claim).
+    const sent = recordPoolStatements(store);
     const claimed: string[] = [];
     for (let round = 0; round < 4; round++) {
       const jobs = await store.jobClaim({ owner: 'w', limit: 3, leaseMs: LEASE_MS, now, includeLapsed: false });

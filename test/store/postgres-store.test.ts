@@ -13,6 +13,7 @@ import { normalizeSubmit, type SubmitInput } from '../../src/job/job-spec.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStore, splitSchemaFromUrl } from '../../src/store/postgres/postgres-store.js';
 import type { WakeUp } from '../../src/store/store.js';
+import { recordPoolStatements } from '../support/pool-statements.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 
 const T0 = new Date(100_000);
@@ -274,18 +275,6 @@ describe('PostgresStore: claiming under concurrency', () => {
 
 describe('PostgresStore: submits with idempotency keys and reserved ids', () => {
   const ctx = useDatabase();
-
-  /** Records the text of every statement sent on the store's pool (transactions use checked-out clients). */
-  function recordPoolStatements(store: PostgresStore): string[] {
-    const sent: string[] = [];
-    const pool = (store as unknown as { pool: pg.Pool }).pool;
-    const original = pool.query.bind(pool);
-    (pool as unknown as { query: unknown }).query = (...args: Parameters<pg.Pool['query']>) => {
-      sent.push(typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text);
-      return (original as (...a: unknown[]) => unknown)(...args);
-    };
-    return sent;
-  }
 
   async function submitReserved(store: PostgresStore, jobs: ReturnType<typeof specs>) {
     const ids = await store.jobReserveIds({ count: jobs.length });
