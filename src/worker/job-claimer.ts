@@ -66,7 +66,13 @@ export interface JobClaimerOptions {
 
 /** Largest delay setTimeout accepts. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** When the store says a job is due now yet the claim found none (another worker is taking it), look again this soon rather than spin. */
+/**
+ * When the store says a job was due before the last claim went out yet that claim did not lease it
+ * (another worker's claim holds it), look again this soon rather than spin. A job that fell due
+ * after the claim went out is claimed at once instead: in a stream of delayed jobs the next one
+ * is usually due by the time the short claim's next-run-at answer arrives, and waiting this long
+ * for it made every delayed job start about 18 ms late.
+ */
 const RECHECK_DUE_MS = 20;
 /** A hint due within this margin (plus the clock offset's error) of the estimated database now is claimed at once. */
 const DUE_MARGIN_MS = 2;
@@ -272,6 +278,7 @@ export class JobClaimer {
 
   private async claim(limit: number, generation: number): Promise<void> {
     const sentAt = this.clock.monotonic();
+    const sentAtDbMs = this.estimatedDbNow();
     // Each claim records its own owner: if its answer is lost after it committed (the connection
     // dropped), the worker never learns the tokens, but can still give those leases back by owner
     // instead of leaving the jobs stranded for a lease and charged an attempt.
@@ -309,7 +316,7 @@ export class JobClaimer {
     } catch (error) {
       this.options.onError(error, 'dispatch');
     }
-    if (jobs.length < limit && this.nextRunAtStale && this.running) this.refreshNextRunAt();
+    if (jobs.length < limit && this.nextRunAtStale && this.running) this.refreshNextRunAt(sentAtDbMs);
   }
 
   /** Gives back the leases of claims whose answer was lost; what fails is tried again after the next claim. */
@@ -341,7 +348,8 @@ export class JobClaimer {
     }, delay);
   }
 
-  private refreshNextRunAt(): void {
+  /** Reads the next run time after a short claim sent at `claimSentAtDbMs` (the estimated database now). */
+  private refreshNextRunAt(claimSentAtDbMs: number): void {
     if (this.nextRunAtQuery) return;
     this.nextRunAtStale = false;
     this.nextRunAtQuery = (async () => {
@@ -350,7 +358,10 @@ export class JobClaimer {
         if (!this.running || next === null) return;
         const nextMs = next.getTime();
         const now = this.estimatedDbNow();
-        this.armWakeTimer(nextMs <= now ? now + RECHECK_DUE_MS : nextMs);
+        if (nextMs > now) this.armWakeTimer(nextMs);
+        // Due already: fell due after the claim went out, so that claim could not take it.
+        else if (nextMs > claimSentAtDbMs) this.markDue(true);
+        else this.armWakeTimer(now + RECHECK_DUE_MS);
       } catch (error) {
         this.nextRunAtStale = true;
         this.options.onError(error, 'nextRunAt');
