@@ -29,7 +29,7 @@ import { DEFAULT_REGISTRY_TTL_MS } from '../routing/worker-registration.js';
 import { LapsedSearchPacer } from '../worker/lapsed-search-pacer.js';
 import type { AppEnv } from './app-env.js';
 import { requireScope } from './auth.js';
-import { ClaimWaiter } from './claim-waiter.js';
+import { ClaimWaiter, type WaitEnd } from './claim-waiter.js';
 import { CompletionGroup } from './completion-group.js';
 import { HttpError } from './http-error.js';
 import type { DocketMetrics } from './metrics.js';
@@ -282,41 +282,76 @@ export function remoteWorkerRoutes(
   // The service's claims for all its remote workers search for lapsed leases at most every 250 ms.
   const lapsedSearch = new LapsedSearchPacer();
 
+  /**
+   * After a claim woken by its group's timer came back short but not empty: reads when the next
+   * job falls due, in the background (the claim's answer does not wait for it), and sets the
+   * group's timer by it. Without it, the later jobs of a delayed stream waited for the poll.
+   */
+  const refreshNextDue = (
+    groupKey: string,
+    filter: { queues?: string[] | undefined; kinds?: string[] | undefined; excludeKinds: readonly string[] },
+    claimSentAtMs: number,
+  ) => {
+    Promise.all([store.jobNextRunAt(filter), store.now()]).then(
+      ([next, now]) => waiter.nextDue(groupKey, next ? next.getTime() : null, now.getTime(), claimSentAtMs),
+      // The group's poll intervals still find the job.
+      (error: unknown) => options.logger?.warn({ error: (error as Error).message }, 'next run time read failed'),
+    );
+  };
+
   routes.post('/claim', async (c) => {
     const body = await readBody(c, claimRequestSchema);
     const untilMs = Date.now() + Math.min(body.waitMs, options.maxLongPollMs);
     const signal = c.req.raw.signal;
     const filter = { queues: body.queues, kinds: body.kinds, excludeKinds: BUILTIN_KINDS };
-    for (;;) {
-      // The client has gone: a claim now would lease jobs nobody will run until their lease lapses.
-      if (signal.aborted) return c.json({ jobs: [] });
-      await register(body);
-      // Each claim leases under its own owner, `<workerId>/<64 random bits>`, as a Node worker's
-      // claims do: fenced writes match the owner as well as the token, and receipts bind it, so a
-      // token number handed out again (a promoted standby that never saw this claim) cannot
-      // validate this claim's late writes even when the same workerId claims it.
-      const owner = `${body.workerId}/${randomBytes(8).toString('hex')}`;
-      const sentAtMs = performance.now();
-      const includeLapsed = lapsedSearch.next(sentAtMs);
-      const jobs = await store
-        .jobClaim({ owner, limit: body.limit, leaseMs: body.leaseMs, includeLapsed, ...filter })
-        .catch((error: unknown) => {
-          lapsedSearch.failed(sentAtMs);
-          throw error;
-        });
-      if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
-        for (const job of jobs) {
-          bounded(leases);
-          leases.set(`${job.id}:${job.token}`, { claimedAtMs: Date.now(), owner, queue: job.queue });
-          metrics.observeClaim(job);
-          // The claim instant by the database clock is leaseUntil - leaseMs.
-          const startedAtMs = job.leaseUntil.getTime() - body.leaseMs;
-          metrics.lateness.observe({ queue: job.queue }, Math.max(0, startedAtMs - job.runAt.getTime()) / 1000);
+    const groupKey = ClaimWaiter.groupKey(body.queues, body.kinds);
+    // Why this request's latest wait ended: woken as its group's claim for a due job, it owes the
+    // group an answer (waiter.passOn or waiter.nextDue) once it has claimed, or if it never does.
+    let woken: WaitEnd = 'timer';
+    try {
+      for (;;) {
+        // The client has gone: a claim now would lease jobs nobody will run until their lease lapses.
+        if (signal.aborted) return c.json({ jobs: [] });
+        await register(body);
+        // Each claim leases under its own owner, `<workerId>/<64 random bits>`, as a Node worker's
+        // claims do: fenced writes match the owner as well as the token, and receipts bind it, so a
+        // token number handed out again (a promoted standby that never saw this claim) cannot
+        // validate this claim's late writes even when the same workerId claims it.
+        const owner = `${body.workerId}/${randomBytes(8).toString('hex')}`;
+        const sentAtMs = performance.now();
+        const sentAtEpochMs = Date.now();
+        const includeLapsed = lapsedSearch.next(sentAtMs);
+        const jobs = await store
+          .jobClaim({ owner, limit: body.limit, leaseMs: body.leaseMs, includeLapsed, ...filter })
+          .catch((error: unknown) => {
+            lapsedSearch.failed(sentAtMs);
+            throw error;
+          });
+        const answered = woken;
+        woken = 'timer';
+        if (answered !== 'timer' && jobs.length >= body.limit) waiter.passOn(groupKey, answered);
+        else if (answered === 'due' && jobs.length > 0) refreshNextDue(groupKey, filter, sentAtEpochMs);
+        if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
+          for (const job of jobs) {
+            bounded(leases);
+            leases.set(`${job.id}:${job.token}`, { claimedAtMs: Date.now(), owner, queue: job.queue });
+            metrics.observeClaim(job);
+            // The claim instant by the database clock is leaseUntil - leaseMs.
+            const startedAtMs = job.leaseUntil.getTime() - body.leaseMs;
+            metrics.lateness.observe({ queue: job.queue }, Math.max(0, startedAtMs - job.runAt.getTime()) / 1000);
+          }
+          return c.json({ jobs: jobs.map((job) => remoteJob(job, receiptOf)) });
         }
-        return c.json({ jobs: jobs.map((job) => remoteJob(job, receiptOf)) });
+        const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
+        woken = await waiter.wait(
+          groupKey,
+          { untilMs, nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime(), claimSentAtMs: sentAtEpochMs },
+          signal,
+        );
       }
-      const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
-      await waiter.wait(untilMs, signal, next ? next.getTime() - now.getTime() : null);
+    } finally {
+      // Woken for a due job but gone before claiming it (client left, store error): wake another.
+      if (woken !== 'timer') waiter.passOn(groupKey, woken);
     }
   });
 

@@ -202,6 +202,34 @@ for (const kind of storeKinds()) {
       }
     });
 
+    it('a long-polling claim sleeps through a job due later and returns it when it falls due', async () => {
+      const polled = await startTestServer({ kind, longPollRecheckMs: RECHECK_NEVER_MS });
+      const store = polled.server.docket.store;
+      const jobClaim = store.jobClaim.bind(store);
+      let claims = 0;
+      store.jobClaim = (params) => {
+        claims += 1;
+        return jobClaim(params);
+      };
+      try {
+        const w = httpWorker(polled.url, 'sleeper');
+        const queue = `later-${kind}`;
+        const claiming = w.claim({ waitMs: 20_000, queues: [queue] });
+        await claimsWaiting(polled, 1);
+        const submitted = await polled.call('POST', '/v1/jobs', { body: { kind: 'later', queue, delayMs: 400 } });
+        const runAt = Date.parse((submitted.body as { runAt: string }).runAt);
+        const job = await claiming;
+        expect(job?.kind).toBe('later');
+        expect(Date.now()).toBeGreaterThanOrEqual(runAt);
+        // The claim before the wait and the one at the run time: the submit's hint woke nothing.
+        expect(claims).toBe(2);
+        await w.complete(job as RemoteJob);
+      } finally {
+        store.jobClaim = jobClaim;
+        await polled.stop();
+      }
+    });
+
     it('an empty long poll returns no jobs after its wait', async () => {
       const w = httpWorker(t.url, 'idle');
       const startedAt = Date.now();
