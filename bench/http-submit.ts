@@ -47,7 +47,7 @@ export const HTTP_FLOOR_LABEL = 'http floor (bare node:http, no store)';
 /** How long a server may take to say where it listens (tsx compiles the CLI on a cold cache). */
 const START_TIMEOUT_MS = 60_000;
 /** How long a server may take to exit after SIGTERM before it is killed (its own grace is 10 s). */
-const STOP_TIMEOUT_MS = 10_000;
+export const STOP_TIMEOUT_MS = 10_000;
 /** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat. */
 const CLOCK_TICKS_PER_SEC = 100;
 
@@ -62,7 +62,12 @@ export interface HttpSubmitTarget extends RunSubject {
 }
 
 /** `node --import <checkout's tsx> <script> …`, the way the CLI runs from a checkout. */
-function tsxCommand(checkout: string, node: string, script: string, args: string[]): HttpSubmitTarget['command'] {
+export function tsxCommand(
+  checkout: string,
+  node: string,
+  script: string,
+  args: string[],
+): HttpSubmitTarget['command'] {
   return {
     node,
     args: ['--import', join(checkout, 'node_modules/tsx/dist/esm/index.mjs'), join(checkout, script), ...args],
@@ -126,7 +131,7 @@ function killLiveServersOnExit(): void {
 }
 
 /** One server child: started, read for its URL, stopped. */
-class ServerChild {
+export class ServerChild {
   private stderr = '';
   private readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exited = false;
@@ -239,7 +244,7 @@ class ServerChild {
 }
 
 /** CPU time (user + system) a process has used so far, ms; NaN where /proc cannot tell. */
-function processCpuMs(pid: number | undefined): number {
+export function processCpuMs(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   try {
     // Fields after the command name (which may hold spaces, hence after the last ')'): utime is

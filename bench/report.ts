@@ -1002,6 +1002,121 @@ function singleSubmitSection(bench: BenchResults, targets: Target[]): string[] {
   return out;
 }
 
+/** Delayed single submits: each job due `delayMs` after its call (workloads.ts delayedRun). */
+function delayedSection(bench: BenchResults): string[] {
+  const all = labels(bench, 'delayed');
+  if (all.length === 0) return [];
+  const p = paramSets(bench, 'delayed', ['ratePerSec', 'durationMs', 'delayMs', 'inFlight', 'jobs'])[0]!;
+  const out = [
+    '## 7d. Delayed single submits',
+    '',
+    `The reminder case ("send this at 9:00"): as in the single-submit latency run (section 7b: one worker process in each system's default configuration, ${p.ratePerSec} calls/s offered open loop for ${Number(p.durationMs) / 1000} s, at most ${p.inFlight} in flight), each job due ${p.delayMs} ms after its call through the system's own run-time option: Docket \`submit({ runAt })\` (epoch ms), graphile-worker \`addJob(…, { runAt })\` and pg-boss \`send(…, { startAfter })\` (a Date), BullMQ \`add(…, { delay })\` (ms). The raw-SQL reference has no run time on its single submit and is not run. Lateness is a handler start's \`Date.now()\` minus the run time asked for (\`Date.now() + ${p.delayMs}\` just before the call), whole ms on the one wall clock the host, the database and Redis share; a job that never started counts at the cap. Early: starts before their run time, summed over rounds (a Docket run with any fails). Medians over rounds; started: of ${p.jobs} jobs per run.`,
+    '',
+  ];
+  const rows = all.map((label) => {
+    const runs = runsOf(bench, 'delayed', label, p);
+    const counted = runs.filter((run) => run.status !== 'skipped');
+    const early = counted.reduce((sum, run) => sum + (run.metrics.early ?? 0), 0);
+    const started = counted.map((run) => fmt(run.metrics.started ?? Number.NaN));
+    return [
+      label,
+      show(cell(runs, 'offeredPerSec')),
+      show(cell(runs, 'latenessP50Ms')),
+      show(cell(runs, 'latenessP90Ms')),
+      show(cell(runs, 'latenessP99Ms')),
+      show(cell(runs, 'latenessMaxMs')),
+      counted.length > 0 ? String(early) : '—',
+      started.length > 0 ? started.join(', ') : '—',
+    ];
+  });
+  out.push(
+    table(
+      [
+        'system',
+        'offered /s',
+        'lateness p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        'early',
+        `started (each round, of ${fmt(Number(p.jobs))})`,
+      ],
+      rows,
+    ),
+    '',
+  );
+  return out;
+}
+
+/** Remote HTTP workers of `docket serve`: a drain, a stream, a delayed stream (bench/remote-workers.ts). */
+function remoteWorkersSection(bench: BenchResults): string[] {
+  const all = labels(bench, 'remote-workers');
+  if (all.length === 0) return [];
+  const phase = (name: string) =>
+    paramSets(bench, 'remote-workers', [
+      'phase',
+      'jobs',
+      'workers',
+      'limit',
+      'ratePerSec',
+      'durationMs',
+      'delayMs',
+      'statsFlushMs',
+    ])
+      .map((p) => Object.fromEntries(Object.entries(p).filter(([, value]) => value !== undefined)))
+      .find((p) => p.phase === name);
+  const drain = phase('drain');
+  const stream = phase('stream');
+  const delayed = phase('delayed-stream');
+  const flushMs = Number(drain?.statsFlushMs ?? stream?.statsFlushMs ?? 0);
+  const transactions =
+    flushMs > 0
+      ? `Transactions: \`xact_commit\` of the scratch database over the phase per job, the harness's submits included, read ${fmt(flushMs)} ms after the phase ended (PostgreSQL 15 holds a backend's counters up to 10 s; an idle server commits nothing); PostgreSQL only.`
+      : "Transactions: not counted in this run (a smoke run does not wait the 11 s PostgreSQL 15 may hold a backend's counters).";
+  const out = [
+    '## 7e. Remote workers over HTTP',
+    '',
+    `Remote workers as docs/http-api.md describes them, against \`docket serve\` with its defaults (only \`--db\`, \`--port\` and \`--log-level warn\`; no tokens, loopback, no handlers) from each checkout's own CLI (\`docket-baseline\`: DOCKET_BASELINE's), on a fresh store each run. The workers run in one client process of their own (not the harness, which submits), each a loop: \`POST /v1/worker/claim\` with \`limit\`, \`waitMs: 5000\` and \`kinds: ["bench.noop"]\`, then a \`POST /v1/worker/jobs/{id}/complete\` per claimed job, all of one claim's at once. Three phases per run on the same server, each ending when every one of its jobs was completed once (a job completed twice or never fails the run): **drain**, ${drain ? fmt(Number(drain.jobs)) : '—'} jobs submitted in batches of up to 1,000 (library \`submitMany\`) before ${drain?.workers ?? '—'} workers with limit ${drain?.limit ?? '—'} start, jobs/s from the first claim to the last completion; **stream**, ${stream?.workers ?? '—'} workers with limit ${stream?.limit ?? '—'} waiting, then ${stream?.ratePerSec ?? '—'} jobs/s for ${stream ? Number(stream.durationMs) / 1000 : '—'} s submitted by the harness, one library \`submit()\` each, open loop, due now; **delayed stream**, the same with \`delayMs: ${delayed?.delayMs ?? '—'}\` on each submit. Lateness is the claim answer's \`Date.now()\` minus the job's \`runAt\` (the database's clock, this host's). Server CPU: the server process's user + system time over the phase per job (SQLite's writes run inside it; PostgreSQL's in its backends, which this leaves out). ${transactions} Claims: claim requests per job, empty ones included. Client CPU: the client process's, per job (the drain's workers must not be bound by it). Medians over rounds (jobs/s with each round in brackets). The client, the server, the harness and the database share the machine's cores.`,
+    '',
+  ];
+  const costs = (runs: RunRecord[]) => [
+    show(cell(runs, 'serverCpuMsPerJob'), ' ms'),
+    show(cell(runs, 'xactPerJob')),
+    show(cell(runs, 'claimsPerJob')),
+    show(cell(runs, 'clientCpuMsPerJob'), ' ms'),
+  ];
+  const costHeader = ['server CPU / job', 'transactions / job', 'claims / job', 'client CPU / job'];
+  if (drain) {
+    out.push(`### Drain: ${fmt(Number(drain.jobs))} jobs, ${drain.workers} workers, limit ${drain.limit}`, '');
+    const rows = all.map((label) => {
+      const runs = runsOf(bench, 'remote-workers', label, drain);
+      return [label, showWithRounds(runs, 'jobsPerSec'), ...costs(runs)];
+    });
+    out.push(table(['system', 'jobs/s [rounds]', ...costHeader], rows), '');
+  }
+  for (const [p, title] of [
+    [stream, 'Stream'],
+    [delayed, 'Delayed stream'],
+  ] as const) {
+    if (!p) continue;
+    const delay = p.delayMs === undefined ? 'due now' : `each due ${p.delayMs} ms after its submit`;
+    out.push(
+      `### ${title}: ${p.ratePerSec} jobs/s for ${Number(p.durationMs) / 1000} s, ${delay}; ${p.workers} workers, limit ${p.limit}`,
+      '',
+    );
+    const rows = all.map((label) => {
+      const runs = runsOf(bench, 'remote-workers', label, p);
+      return [
+        label,
+        `${show(cell(runs, 'latenessP50Ms'))} / ${show(cell(runs, 'latenessP99Ms'))} / ${show(cell(runs, 'latenessMaxMs'))}`,
+        ...costs(runs),
+      ];
+    });
+    out.push(table(['system', 'lateness p50 / p99 / max, ms', ...costHeader], rows), '');
+  }
+  return out;
+}
+
 /** The floor of the HTTP single submits (bench/http-submit.ts HTTP_FLOOR_LABEL). */
 const HTTP_FLOOR = 'http floor (bare node:http, no store)';
 
@@ -1168,6 +1283,8 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...submitSection(bench, targets),
     ...singleSubmitSection(bench, targets),
     ...httpSubmitSection(bench),
+    ...delayedSection(bench),
+    ...remoteWorkersSection(bench),
     ...dashboardSection(bench, targets),
     ...memorySection(bench, targets),
     ...profileSection(bench),

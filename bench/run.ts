@@ -4,9 +4,9 @@
  * runs default and tuned, and both again keeping no done records (`docket-lean`: retentionMs 0,
  * the way graphile-worker keeps none; submits are the same code, so it skips the submit workloads).
  *
- *   npm run bench -- --smoke                 tiny sizes, < 60 s, results to a temp dir (CI)
+ *   npm run bench -- --smoke                 tiny sizes, about 2 min, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit http-submit memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit delayed http-submit remote-workers memory dashboard)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
@@ -15,9 +15,15 @@
  *                                            (decision 0024), beside the drain of the same backlog
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
  *                                            one job per call, then each call with a fresh caller's key (capacity-keyed)
+ *   npm run bench -- --only delayed --systems docket,docket-sqlite,bullmq,graphile-worker,pg-boss
+ *                                            single submits each due 2 s after its call (runAt, delay, startAfter):
+ *                                            lateness of each start against its run time, early starts
  *   npm run bench -- --only http-submit --systems docket,docket-baseline --rounds 3   POST /v1/jobs to `docket serve`
  *                                            (defaults; PostgreSQL and SQLite, each checkout's own CLI) beside a bare
  *                                            node:http server, 100 requests in flight (http-submit.ts)
+ *   npm run bench -- --only remote-workers --systems docket,docket-baseline   remote HTTP workers of `docket serve`
+ *                                            (defaults, each checkout's own CLI): a 20k drain, a stream, a delayed
+ *                                            stream; lateness, server CPU, transactions and claims per job (remote-workers.ts)
  *   npm run bench -- --rounds 5 --max-minutes 60 --systems docket,graphile-worker --out /tmp/x
  *   npm run bench -- --peers-latest --only drain --systems docket,graphile-worker,pg-boss,bullmq
  *                                            adds graphile-worker 0.18, pg-boss 12, BullMQ latest on Node 24 (bench/peers-latest)
@@ -59,9 +65,11 @@ import {
   withAdmin,
 } from './pg-admin.js';
 import { pgbenchLimit } from './pgbench-limit.js';
+import { remoteServeTarget, remoteWorkersParams, remoteWorkersRun } from './remote-workers.js';
 import { type BenchResults, type ExplainCapture, writeReport } from './report.js';
 import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
 import {
+  DELAYED_SYSTEMS,
   loadSystem,
   OUTAGE_SYSTEMS,
   SCHEDULE_SYSTEMS,
@@ -73,6 +81,7 @@ import {
 import {
   backfillRun,
   type Contender,
+  delayedRun,
   drainRun,
   insertFutureFiller,
   outageRun,
@@ -100,7 +109,9 @@ const WORKLOADS = [
   'sqlite',
   'submit',
   'single-submit',
+  'delayed',
   'http-submit',
+  'remote-workers',
   'memory',
   'dashboard',
 ] as const;
@@ -156,7 +167,9 @@ for (const name of only)
   if (!WORKLOADS.includes(name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.join(', ')}`);
 const rounds = Number(args.rounds ?? (smoke ? 1 : 3));
 const concurrency = Number(args.concurrency ?? 24);
-const maxMinutes = Number(args['max-minutes'] ?? (smoke ? 2 : 120));
+// Smoke: every workload once at tiny sizes takes about 2 min on a 2-core VM; past the budget the
+// last ones (large, limit, dashboard, sqlite) would be left out.
+const maxMinutes = Number(args['max-minutes'] ?? (smoke ? 3 : 120));
 const deadlineMs = hostNowMs() + maxMinutes * 60_000;
 
 /** Sizes per mode; the full run's are the issue's. */
@@ -185,7 +198,14 @@ const SIZES = smoke
       ],
       pgbench: { seconds: 1, clients: 4, threads: 2, batch: 100 },
       singleSubmit: { capacityJobs: 300, inFlight: 100, latencyRate: 200, latencyMs: 1_000 },
+      delayed: { rate: 200, durationMs: 1_000, delayMs: 500, inFlight: 100 },
       httpSubmit: { jobs: 300, inFlight: 100 },
+      remoteWorkers: {
+        drain: { jobs: 300, workers: 4, limit: 100, capMs: 30_000 },
+        stream: { ratePerSec: 50, durationMs: 1_000, workers: 4, limit: 10, capMs: 30_000 },
+        delayMs: 2_000,
+        statsFlushMs: 0,
+      },
       memoryMs: 0,
     }
   : {
@@ -215,7 +235,17 @@ const SIZES = smoke
       ],
       pgbench: { seconds: 10, clients: 4, threads: 2, batch: 100 },
       singleSubmit: { capacityJobs: 20_000, inFlight: 100, latencyRate: 1_000, latencyMs: 10_000 },
+      // Reminders: single submits each due 2 s after its call, at the single-submit latency rate.
+      delayed: { rate: 1_000, durationMs: 10_000, delayMs: 2_000, inFlight: 100 },
       httpSubmit: { jobs: 20_000, inFlight: 100 },
+      // Remote HTTP workers: a 20k backlog drained by 4 claiming 100, then 100 jobs/s for 10 s to
+      // 16 waiting workers claiming 10, due now and then 2 s after each submit.
+      remoteWorkers: {
+        drain: { jobs: 20_000, workers: 4, limit: 100, capMs: 120_000 },
+        stream: { ratePerSec: 100, durationMs: 10_000, workers: 16, limit: 10, capMs: 30_000 },
+        delayMs: 2_000,
+        statsFlushMs: 11_000,
+      },
       memoryMs: Number(args['memory-minutes'] ?? 10) * 60_000,
     };
 
@@ -787,14 +817,14 @@ async function main(): Promise<void> {
         );
       }
     }
+    // Users submit one job per request with default settings: each system's default variant,
+    // beside the raw-SQL reference (one INSERT with its NOTIFY per call, a worker claiming on
+    // each wake-up: a submit path without group commit).
+    const defaults = [
+      ...submitters.filter((c) => c.variant === 'default'),
+      ...drainContenders.filter((c) => c.module.name === 'raw-sql'),
+    ];
     if (only.has('single-submit')) {
-      // Users submit one job per request with default settings: each system's default variant,
-      // beside the raw-SQL reference (one INSERT with its NOTIFY per call, a worker claiming on
-      // each wake-up: a submit path without group commit).
-      const defaults = [
-        ...submitters.filter((c) => c.variant === 'default'),
-        ...drainContenders.filter((c) => c.module.name === 'raw-sql'),
-      ];
       const { capacityJobs, inFlight, latencyRate, latencyMs } = SIZES.singleSubmit;
       // Each capacity run is followed by the same with a fresh caller's key per call (each
       // system's own deduplication option), so the two meet the machine in the same state. The
@@ -827,14 +857,28 @@ async function main(): Promise<void> {
         (c, round) => singleSubmitLatencyRun(c, latencyRate, latencyMs, inFlight, { round, capMs: latencyMs }),
       );
     }
+    if (only.has('delayed')) {
+      // The single-submit latency run's contenders (each system's default variant), each job due
+      // delayMs after its call; only systems whose single submit takes a run time (DELAYED_SYSTEMS).
+      const { rate, durationMs, delayMs, inFlight } = SIZES.delayed;
+      const refused = defaults.filter((c) => !DELAYED_SYSTEMS.includes(c.module.name));
+      for (const c of refused) log(`delayed: ${c.label} takes no run time on a single submit; skipped`);
+      await alternate(
+        defaults.filter((c) => DELAYED_SYSTEMS.includes(c.module.name)),
+        'delayed',
+        { ratePerSec: rate, durationMs, delayMs, inFlight, jobs: (rate * durationMs) / 1000 },
+        results,
+        (c, round) => delayedRun(c, rate, durationMs, delayMs, inFlight, { round, capMs: durationMs }),
+      );
+    }
+    // The Docket stores `docket serve` can open, one each (serve has no worker variants to compare).
+    const served = new Map<string, Contender>();
+    for (const c of [...contenders, ...sqliteContenders])
+      if (c.variant === 'default' && SERVE_SYSTEMS.includes(c.module.name) && !served.has(c.module.name))
+        served.set(c.module.name, c);
     if (only.has('http-submit')) {
-      // `docket serve` with its defaults on each Docket store of the run (one server per system:
-      // serve has no worker variants to compare), the baseline checkout's beside this one's, and
-      // the bare node:http floor every row is divided by. Plain, then keyed, per server.
-      const served = new Map<string, Contender>();
-      for (const c of [...contenders, ...sqliteContenders])
-        if (c.variant === 'default' && SERVE_SYSTEMS.includes(c.module.name) && !served.has(c.module.name))
-          served.set(c.module.name, c);
+      // `docket serve` with its defaults on each Docket store of the run, the baseline checkout's
+      // beside this one's, and the bare node:http floor every row is divided by. Plain, then keyed, per server.
       const { jobs, inFlight } = SIZES.httpSubmit;
       const logDir = join(scratchDir, 'http-submit');
       mkdirSync(logDir, { recursive: true });
@@ -852,6 +896,22 @@ async function main(): Promise<void> {
             await httpSubmitRun(target, jobs, inFlight, { round, capMs: 0, logDir }),
             await httpSubmitRun(target, jobs, inFlight, { round, capMs: 0, logDir, keyed: true }),
           ],
+          (target) => target.unavailable,
+        );
+    }
+    if (only.has('remote-workers')) {
+      // Remote HTTP workers of `docket serve` (its defaults; each checkout's own CLI) on each
+      // served store: a drain, a stream and a delayed stream per run, one record each.
+      const logDir = join(scratchDir, 'remote-workers');
+      mkdirSync(logDir, { recursive: true });
+      if (served.size === 0) log('remote-workers: no Docket system in --systems to serve; skipped');
+      else
+        await alternate(
+          [...served.values()].map(remoteServeTarget),
+          'remote-workers',
+          remoteWorkersParams(SIZES.remoteWorkers),
+          results,
+          (target, round) => remoteWorkersRun(target, SIZES.remoteWorkers, { round, capMs: 0, logDir }),
           (target) => target.unavailable,
         );
     }

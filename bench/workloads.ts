@@ -13,6 +13,7 @@ import { cdfPoints, type Distribution, distribution, histogram } from './stats.j
 import {
   type BenchJob,
   type BenchStore,
+  DELAYED_SYSTEMS,
   OUTAGE_SYSTEMS,
   SCHEDULE_SYSTEMS,
   type SystemConfig,
@@ -159,13 +160,17 @@ function checkExactlyOnce(run: RunRecord, recorder: StartRecorder): void {
  * for every job to start, then for none to be due, stops the workers, checks that each job ran
  * once, and returns each job's start latency from `fromMs[i]`. A job that never started counts at
  * the cap, so a timeout cannot look like low latency.
+ *
+ * `clock` names the clock of `submitEnd` and `fromMs`, and so which start is read: `host` (the
+ * default) the bench's cross-process clock (hostNowMs, {@link StartRecorder.startMs}); `date` the
+ * wall clock (`Date.now()`, {@link StartRecorder.startDateMs}), for lateness against run times.
  */
 async function finishTimedSubmits(
   run: RunRecord,
   workers: WorkerProcess[],
   recorder: StartRecorder,
   store: BenchStore,
-  times: { submitEnd: number; tailCapMs: number; fromMs: ArrayLike<number> },
+  times: { submitEnd: number; tailCapMs: number; fromMs: ArrayLike<number>; clock?: 'host' | 'date' },
 ): Promise<number[]> {
   const total = times.fromMs.length;
   if (await recorder.waitFor(total, times.tailCapMs)) {
@@ -180,9 +185,10 @@ async function finishTimedSubmits(
   }
   await stopAll(run, workers);
   checkExactlyOnce(run, recorder);
+  const starts = times.clock === 'date' ? recorder.startDateMs : recorder.startMs;
   const latencies: number[] = [];
   for (let i = 0; i < total; i += 1) {
-    const start = recorder.startMs[i]!;
+    const start = starts[i]!;
     const from = times.fromMs[i]!;
     latencies.push(Number.isNaN(start) ? times.submitEnd + times.tailCapMs - from : start - from);
   }
@@ -692,6 +698,43 @@ export async function singleSubmitCapacityRun(
 }
 
 /**
+ * Offers `total` calls open loop at `ratePerSec` (a call starts on schedule whether or not earlier
+ * ones returned) but never more than `inFlight` at once: an arrival that finds every slot busy
+ * waits for one. `call(i, t0)` starts call `i` (`t0`: the offer's start, hostNowMs); a call that
+ * rejects is recorded in `errors`, never thrown. Resolves when every call has settled.
+ */
+async function offerOpenLoop(
+  total: number,
+  ratePerSec: number,
+  inFlight: number,
+  call: (i: number, t0: number) => Promise<void>,
+): Promise<{ t0: number; errors: string[] }> {
+  const calls = new Set<Promise<void>>();
+  const errors: string[] = [];
+  const t0 = hostNowMs();
+  for (let i = 0; i < total; ) {
+    const due = Math.min(total, Math.floor(((hostNowMs() - t0) * ratePerSec) / 1000) + 1);
+    if (i >= due) {
+      await sleep(1);
+      continue;
+    }
+    if (calls.size >= inFlight) {
+      await Promise.race(calls);
+      continue;
+    }
+    const started = call(i, t0)
+      .catch((error: Error) => {
+        errors.push(error.message);
+      })
+      .finally(() => calls.delete(started));
+    calls.add(started);
+    i += 1;
+  }
+  await Promise.all(calls);
+  return { t0, errors };
+}
+
+/**
  * Single-submit latency: a worker (the contender's configuration) running first, then one
  * `submitOne` call per job offered at `ratePerSec` for `durationMs`, open loop (a call starts on
  * schedule whether or not earlier ones returned) but never more than `inFlight` at once; an
@@ -721,31 +764,11 @@ export async function singleSubmitLatencyRun(
     const recorder = new StartRecorder(total);
     workers = await WorkerProcess.startMany(1, contender.config, recorder, { cpuProfileDir: options.cpuProfileDir });
     const scheduledAt = new Float64Array(total);
-    const calls = new Set<Promise<void>>();
-    const errors: string[] = [];
-    const t0 = hostNowMs();
-    for (let i = 0; i < total; ) {
-      const due = Math.min(total, Math.floor(((hostNowMs() - t0) * ratePerSec) / 1000) + 1);
-      if (i >= due) {
-        await sleep(1);
-        continue;
-      }
-      if (calls.size >= inFlight) {
-        await Promise.race(calls);
-        continue;
-      }
+    const { t0, errors } = await offerOpenLoop(total, ratePerSec, inFlight, (i, t0) => {
       // The job was due at its slot in the offered schedule, even if it waited for a free slot.
       scheduledAt[i] = t0 + (i * 1000) / ratePerSec;
-      const call = store
-        .submitOne(i)
-        .catch((error: Error) => {
-          errors.push(error.message);
-        })
-        .finally(() => calls.delete(call));
-      calls.add(call);
-      i += 1;
-    }
-    await Promise.all(calls);
+      return store.submitOne(i);
+    });
     const submitEnd = hostNowMs();
     if (errors.length > 0) fail(run, `${errors.length} submits failed: ${errors[0]}`, 'error');
     run.metrics.offeredPerSec = total / ((submitEnd - t0) / 1000);
@@ -761,6 +784,82 @@ export async function singleSubmitLatencyRun(
       peakRssMb: Math.max(0, ...run.rss.map((rss) => rss.peakMb)),
     });
     run.latencyCdf = cdfPoints(latencies);
+  } catch (error) {
+    fail(run, (error as Error).message, 'error');
+  } finally {
+    for (const worker of workers) worker.kill();
+    await store.close().catch(() => {});
+  }
+  run.wallMs = hostNowMs() - wallStart;
+  return run;
+}
+
+/**
+ * Delayed single submits, the reminder case ("send this at 9:00"): as the single-submit latency
+ * run (one worker process in the contender's configuration running first, then one call per job
+ * offered open loop at `ratePerSec` for `durationMs`, never more than `inFlight` at once), but each
+ * call is `submitOneAt` with a run time `delayMs` ahead, `Date.now() + delayMs` read just before the
+ * call, through the system's own run-time option ({@link DELAYED_SYSTEMS} only).
+ *
+ * Lateness is a start's `Date.now()` in its worker minus the job's run time, both whole ms on this
+ * host's wall clock, which is also the database's and Redis's (as in the spike); an early start is
+ * one below its run time. Every job must start once within `delayMs` plus the tail cap of the
+ * single-submit latency run after the last call returned (a job that never started counts at that
+ * cap). Early starts fail a run of Docket's drivers, whose run time is a guarantee; a peer's are
+ * counted and noted.
+ */
+export async function delayedRun(
+  contender: Contender,
+  ratePerSec: number,
+  durationMs: number,
+  delayMs: number,
+  inFlight: number,
+  options: RunOptions,
+): Promise<RunRecord> {
+  if (!DELAYED_SYSTEMS.includes(contender.module.name))
+    throw new Error(`the delayed workload runs on ${DELAYED_SYSTEMS.join(', ')} only, not ${contender.module.name}`);
+  const total = Math.max(1, Math.round((ratePerSec * durationMs) / 1000));
+  const run = record(contender, 'delayed', options, { ratePerSec, durationMs, delayMs, inFlight, jobs: total });
+  const wallStart = hostNowMs();
+  await contender.module.reset(contender.config);
+  const store = await contender.module.openStore(contender.config);
+  let workers: WorkerProcess[] = [];
+  try {
+    const recorder = new StartRecorder(total);
+    workers = await WorkerProcess.startMany(1, contender.config, recorder, { cpuProfileDir: options.cpuProfileDir });
+    const runAtMs = new Float64Array(total);
+    const { t0, errors } = await offerOpenLoop(total, ratePerSec, inFlight, (i) => {
+      // The run time a caller asks for: a delay from the moment it calls (its wall clock, whole ms).
+      runAtMs[i] = Date.now() + delayMs;
+      return store.submitOneAt(i, runAtMs[i]!);
+    });
+    const submitEnd = hostNowMs();
+    const submitEndDate = Date.now();
+    if (errors.length > 0) fail(run, `${errors.length} submits failed: ${errors[0]}`, 'error');
+    run.metrics.offeredPerSec = total / ((submitEnd - t0) / 1000);
+    const tailCapMs = delayMs + Math.max(5_000, Math.min(options.capMs, durationMs));
+    const lateness = await finishTimedSubmits(run, workers, recorder, store, {
+      submitEnd: submitEndDate,
+      tailCapMs,
+      fromMs: runAtMs,
+      clock: 'date',
+    });
+    workers = [];
+    // Early starts among the jobs that started (a job never started is late, at the cap).
+    let early = 0;
+    for (let i = 0; i < total; i += 1) if (recorder.startDateMs[i]! < runAtMs[i]!) early += 1;
+    if (early > 0) {
+      const problem = `${early} jobs started before their run time`;
+      if (contender.module.name.startsWith('docket')) fail(run, problem);
+      else run.problems.push(`${problem} (counted; a peer's run is not failed for it)`);
+    }
+    Object.assign(run.metrics, prefixed('lateness', distribution(lateness)), {
+      early,
+      started: recorder.distinct,
+      duplicates: recorder.duplicates,
+      peakRssMb: Math.max(0, ...run.rss.map((rss) => rss.peakMb)),
+    });
+    run.latencyCdf = cdfPoints(lateness);
   } catch (error) {
     fail(run, (error as Error).message, 'error');
   } finally {

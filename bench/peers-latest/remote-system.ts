@@ -114,6 +114,9 @@ export async function remoteSystem(name: LatestSystemName, nodePath: string): Pr
         async submitOne(i: number, key?: string) {
           await host.call('submitOne', store, i, key);
         },
+        async submitOneAt(i: number, runAtMs: number) {
+          await host.call('submitOneAt', store, i, runAtMs);
+        },
         async remainingDue() {
           return (await host.call('remainingDue', store)) as number;
         },

@@ -12,6 +12,7 @@ export type HostRequest = { id: number } & (
   | { op: 'reset' | 'openStore' | 'destroy'; args: [config: SystemConfig] }
   | { op: 'insert'; args: [store: number, jobs: { i: number; runAt?: Date }[]] }
   | { op: 'submitOne'; args: [store: number, i: number, key?: string] }
+  | { op: 'submitOneAt'; args: [store: number, i: number, runAtMs: number] }
   | { op: 'remainingDue' | 'close'; args: [store: number] }
 );
 
@@ -53,6 +54,8 @@ async function answer(request: HostRequest): Promise<unknown> {
       return storeOf(request.args[0]).insert(request.args[1]);
     case 'submitOne':
       return storeOf(request.args[0]).submitOne(request.args[1], request.args[2]);
+    case 'submitOneAt':
+      return storeOf(request.args[0]).submitOneAt(request.args[1], request.args[2]);
     case 'remainingDue':
       return storeOf(request.args[0]).remainingDue();
     case 'close': {

@@ -78,6 +78,10 @@ export function makeBullmqSystem(lib: BullmqLibrary, name: SystemName): SystemMo
           // A given jobId is BullMQ's deduplication: an add whose id exists returns that job.
           await queue.add('noop', { i }, key === undefined ? undefined : { jobId: key });
         },
+        async submitOneAt(i: number, runAtMs: number) {
+          // BullMQ takes a delay, which it adds to its own Date.now() when the add is made.
+          await queue.add('noop', { i }, { delay: Math.max(0, runAtMs - Date.now()) });
+        },
         async remainingDue() {
           const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
           return Object.values(counts).reduce((sum, n) => sum + n, 0);

@@ -102,6 +102,10 @@ export const docketShardedSystem: SystemModule = {
           ...(key === undefined ? {} : { idempotencyKey: key }),
         });
       },
+      async submitOneAt(i: number, runAtMs: number) {
+        // Keyless, so routed (or taking turns) as submitOne's keyless jobs are.
+        await dockets[next++ % dockets.length]!.submit({ kind: KIND, payload: { i }, runAt: runAtMs });
+      },
       async remainingDue() {
         const counts = await Promise.all(
           pools.map(async (pool) => {

@@ -170,6 +170,9 @@ function docketModule(
             ...(key === undefined ? {} : { idempotencyKey: key }),
           });
         },
+        async submitOneAt(i: number, runAtMs: number) {
+          await docket.submit({ kind: DOCKET_BENCH_KIND, payload: { i }, runAt: runAtMs });
+        },
         async remainingDue() {
           if (pool) {
             const { rows } = await pool.query<{ n: string }>(

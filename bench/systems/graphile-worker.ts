@@ -91,6 +91,9 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
           // jobKey's default mode is 'replace': a pending job with the key is updated, not added.
           await utils.addJob(TASK, { i }, key === undefined ? undefined : { jobKey: key });
         },
+        async submitOneAt(i: number, runAtMs: number) {
+          await utils.addJob(TASK, { i }, { runAt: new Date(runAtMs) });
+        },
         async remainingDue() {
           const { rows } = await pool.query<{ n: string }>(
             `SELECT count(*)::text AS n FROM graphile_worker._private_jobs WHERE run_at <= now() AND attempts < max_attempts`,

@@ -86,6 +86,9 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
           // (or, in 12, exclusive) queue, or within a singletonSeconds slot.
           await (key === undefined ? boss.send(QUEUE, { i }) : boss.send(QUEUE, { i }, { singletonKey: key }));
         },
+        async submitOneAt(i: number, runAtMs: number) {
+          await boss.send(QUEUE, { i }, { startAfter: new Date(runAtMs) });
+        },
         async remainingDue() {
           const { rows } = await db.executeSql(
             `SELECT count(*)::text AS n FROM ${SCHEMA}.job WHERE name = $1 AND state < 'completed' AND start_after <= now()`,

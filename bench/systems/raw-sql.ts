@@ -107,6 +107,11 @@ export const rawSqlSystem: SystemModule = {
         if (key !== undefined) throw new Error('the raw-SQL reference takes no caller keys');
         await submitPool.query(RAW_SUBMIT_SQL, [KIND, QUEUE, { i }]);
       },
+      async submitOneAt() {
+        // Its submit is one INSERT of a row due now (see the header); the store spread above is
+        // Docket's, whose submitOneAt would measure Docket's submit instead of this reference's.
+        throw new Error('the raw-SQL reference takes no run time on its single submit (DELAYED_SYSTEMS)');
+      },
       async close() {
         await Promise.all([store.close(), submitPool.end()]);
       },

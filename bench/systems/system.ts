@@ -84,6 +84,26 @@ export const SCHEDULE_SYSTEMS: readonly SystemName[] = [
   'docket-sqlite-baseline',
 ];
 
+/**
+ * The systems whose stores take {@link BenchStore.submitOneAt} (the `delayed` workload): each has a
+ * run-time option on its single-job call. Not the raw-SQL reference, whose submit is a bare
+ * `INSERT` due now (it refuses a run time).
+ */
+export const DELAYED_SYSTEMS: readonly SystemName[] = [
+  'docket',
+  'docket-lean',
+  'docket-sqlite',
+  'docket-baseline',
+  'docket-sqlite-baseline',
+  'docket-sharded',
+  'graphile-worker',
+  'pg-boss',
+  'bullmq',
+  'graphile-worker-latest',
+  'pg-boss-latest',
+  'bullmq-latest',
+];
+
 /** The harness's side of a system: setup, bulk insert, counting, teardown. */
 export interface BenchStore {
   /** Inserts jobs in one call (or as few as the system allows), committed before it resolves. */
@@ -97,6 +117,16 @@ export interface BenchStore {
    * leaves one job. The raw-SQL reference has no such option and refuses a key.
    */
   submitOne(i: number, key?: string): Promise<void>;
+  /**
+   * Submits one job due at `runAtMs` (epoch ms on this host's wall clock, `Date.now()`'s; the
+   * `delayed` workload passes `Date.now() + delayMs` read just before the call) through the same
+   * single-job call as {@link submitOne}, with the system's own run-time option and otherwise its
+   * defaults: Docket `runAt` (the number as given), graphile-worker `runAt` and pg-boss
+   * `startAfter` (`new Date(runAtMs)`), BullMQ `delay` (`runAtMs - Date.now()` read in the driver,
+   * at least 0, which BullMQ adds to its own `Date.now()`). Committed before it resolves. A system
+   * without such an option (the raw-SQL reference; see {@link DELAYED_SYSTEMS}) throws.
+   */
+  submitOneAt(i: number, runAtMs: number): Promise<void>;
   /**
    * The `schedule-spike` workload ({@link SCHEDULE_SYSTEMS} only): one recurring schedule per job,
    * each due at `dueAt` (a whole second) and next a year later, whose runs carry `{ i }`; each

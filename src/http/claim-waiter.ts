@@ -98,8 +98,7 @@ export class ClaimWaiter {
       else if (dueAtMs > times.claimSentAtMs) {
         this.dropIfIdle(group);
         return 'timer';
-      }
-      else delayMs = Math.min(delayMs, RECHECK_DUE_MS);
+      } else delayMs = Math.min(delayMs, RECHECK_DUE_MS);
     }
     return new Promise<WaitEnd>((resolve) => {
       const wait: Wait = {

@@ -49,6 +49,7 @@ describe('benchmark harness (smoke mode)', () => {
         workload: string;
         label: string;
         status: string;
+        problems: string[];
         params: { spikes?: number };
         metrics: Record<string, number>;
       }[];
@@ -96,6 +97,20 @@ describe('benchmark harness (smoke mode)', () => {
     expect(keyedSingles.map((run) => run.label)).toContain('docket (default)');
     expect(keyedSingles.map((run) => run.label)).not.toContain('raw-sql');
     for (const run of keyedSingles) expect([run.label, run.status]).toEqual([run.label, 'ok']);
+    // Delayed single submits (the reminder case): each job due 500 ms after its call, through each
+    // system's own run-time option; Docket starts every job once and none before its run time. The
+    // raw-SQL reference takes no run time and is left out.
+    const delayed = runs.filter((run) => run.workload === 'delayed');
+    expect(delayed.map((run) => run.label)).toContain('docket (default)');
+    expect(delayed.map((run) => run.label)).not.toContain('raw-sql');
+    for (const run of delayed.filter((run) => run.label.startsWith('docket'))) {
+      expect([run.label, run.status]).toEqual([run.label, 'ok']);
+      expect(run.metrics.early).toBe(0);
+      expect(run.metrics.started).toBe(200);
+      expect(run.metrics.duplicates).toBe(0);
+      expect(run.metrics.latenessP50Ms).toBeGreaterThanOrEqual(0);
+    }
+    expect(report).toMatch(/## 7d\. Delayed single submits/);
     // POST /v1/jobs to `docket serve` with its defaults, plain and keyed: every answer 201 and one
     // job stored per request; the bare node:http floor beside it.
     const served = runs.filter((run) => run.workload === 'http-submit' && run.label === 'docket serve');
@@ -106,6 +121,26 @@ describe('benchmark harness (smoke mode)', () => {
     const floors = runs.filter((run) => run.workload === 'http-submit' && run.label.startsWith('http floor'));
     expect(floors.map((run) => run.status)).toEqual(['ok', 'ok']);
     expect(report).toMatch(/## 7c\. Single submits over HTTP/);
+    // Remote HTTP workers of `docket serve` (its defaults), in a client process of their own: a
+    // drain, a stream and a delayed stream per server, every job completed once.
+    const phaseOf = (run: (typeof runs)[number]) => run.params as { phase?: string; jobs?: number };
+    const remote = runs.filter((run) => run.workload === 'remote-workers' && run.label === 'docket serve');
+    expect(remote.map((run) => [phaseOf(run).phase, run.status])).toEqual([
+      ['drain', 'ok'],
+      ['stream', 'ok'],
+      ['delayed-stream', 'ok'],
+    ]);
+    for (const run of runs.filter((run) => run.workload === 'remote-workers' && run.label.startsWith('docket'))) {
+      expect([run.label, run.status]).toEqual([run.label, 'ok']);
+      expect(run.metrics.completed).toBe(phaseOf(run).jobs);
+      expect(run.metrics.duplicates).toBe(0);
+      expect(run.metrics.stale).toBe(0);
+      expect(run.metrics.claimsPerJob).toBeGreaterThan(0);
+    }
+    expect(remote.find((run) => phaseOf(run).phase === 'stream')?.metrics.latenessP50Ms).toBeGreaterThanOrEqual(0);
+    expect(report).toMatch(/## 7e\. Remote workers over HTTP/);
+    // Every workload ran: none was left out for the smoke run's time budget.
+    expect(runs.filter((run) => run.problems.some((problem) => problem.startsWith('time budget')))).toEqual([]);
   }, 240_000);
 
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
