@@ -329,9 +329,13 @@ export function remoteWorkerRoutes(
           });
         const answered = woken;
         woken = 'timer';
+        const answering = jobs.length > 0 || Date.now() >= untilMs || waiter.closed;
         if (answered !== 'timer' && jobs.length >= body.limit) waiter.passOn(groupKey, answered);
-        else if (answered === 'due' && jobs.length > 0) refreshNextDue(groupKey, filter, sentAtEpochMs);
-        if (jobs.length > 0 || Date.now() >= untilMs || waiter.closed) {
+        // Short after the group's timer woke it: the later jobs' hints were dropped for that timer,
+        // so the next run time must be read for the group, by this request's own wait if it waits
+        // again, else in the background.
+        else if (answered === 'due' && answering) refreshNextDue(groupKey, filter, sentAtEpochMs);
+        if (answering) {
           for (const job of jobs) {
             bounded(leases);
             leases.set(`${job.id}:${job.token}`, { claimedAtMs: Date.now(), owner, queue: job.queue });
