@@ -89,20 +89,7 @@ export const SCHEDULE_SYSTEMS: readonly SystemName[] = [
  * run-time option on its single-job call. Not the raw-SQL reference, whose submit is a bare
  * `INSERT` due now (it refuses a run time).
  */
-export const DELAYED_SYSTEMS: readonly SystemName[] = [
-  'docket',
-  'docket-lean',
-  'docket-sqlite',
-  'docket-baseline',
-  'docket-sqlite-baseline',
-  'docket-sharded',
-  'graphile-worker',
-  'pg-boss',
-  'bullmq',
-  'graphile-worker-latest',
-  'pg-boss-latest',
-  'bullmq-latest',
-];
+export const DELAYED_SYSTEMS: readonly SystemName[] = SYSTEM_NAMES.filter((name) => name !== 'raw-sql');
 
 /** The harness's side of a system: setup, bulk insert, counting, teardown. */
 export interface BenchStore {

@@ -54,7 +54,6 @@ interface WaitGroup {
 /** Shares one store subscription among all waiting claims. */
 export class ClaimWaiter {
   private readonly groups = new Map<string, WaitGroup>();
-  private count = 0;
   private unsubscribe: Promise<() => Promise<void>> | null = null;
   private isClosed = false;
   /** The database clock minus the server's, from the latest `dbNowMs` a wait was given. */
@@ -107,7 +106,6 @@ export class ClaimWaiter {
         end: (how) => {
           clearTimeout(wait.timer);
           if (!group.waits.delete(wait)) return;
-          this.count -= 1;
           signal?.removeEventListener('abort', onAbort);
           this.dropIfIdle(group);
           resolve(how);
@@ -115,7 +113,6 @@ export class ClaimWaiter {
       };
       const onAbort = () => wait.end('timer');
       group.waits.add(wait);
-      this.count += 1;
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -151,7 +148,9 @@ export class ClaimWaiter {
 
   /** How many claims are waiting right now. */
   get waiting(): number {
-    return this.count;
+    let waiting = 0;
+    for (const group of this.groups.values()) waiting += group.waits.size;
+    return waiting;
   }
 
   /** True once {@link close} was called: claims must stop waiting and answer. */

@@ -282,18 +282,21 @@ export function remoteWorkerRoutes(
   // The service's claims for all its remote workers search for lapsed leases at most every 250 ms.
   const lapsedSearch = new LapsedSearchPacer();
 
+  type ClaimFilter = { queues?: string[] | undefined; kinds?: string[] | undefined; excludeKinds: readonly string[] };
+  /** The next run time of `filter`'s jobs and the database's now, read together, as epoch ms. */
+  const readNextRunAt = async (filter: ClaimFilter) => {
+    const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
+    return { nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime() };
+  };
+
   /**
-   * After a claim woken by its group's timer came back short but not empty: reads when the next
-   * job falls due, in the background (the claim's answer does not wait for it), and sets the
-   * group's timer by it. Without it, the later jobs of a delayed stream waited for the poll.
+   * After a claim woken by its group's timer came back short: reads when the next job falls due,
+   * in the background (the claim's answer does not wait for it), and sets the group's timer by it.
+   * Without it, the later jobs of a delayed stream waited for the poll.
    */
-  const refreshNextDue = (
-    groupKey: string,
-    filter: { queues?: string[] | undefined; kinds?: string[] | undefined; excludeKinds: readonly string[] },
-    claimSentAtMs: number,
-  ) => {
-    Promise.all([store.jobNextRunAt(filter), store.now()]).then(
-      ([next, now]) => waiter.nextDue(groupKey, next ? next.getTime() : null, now.getTime(), claimSentAtMs),
+  const refreshNextDue = (groupKey: string, filter: ClaimFilter, claimSentAtMs: number) => {
+    readNextRunAt(filter).then(
+      ({ nextRunAtMs, dbNowMs }) => waiter.nextDue(groupKey, nextRunAtMs, dbNowMs, claimSentAtMs),
       // The group's poll intervals still find the job.
       (error: unknown) => options.logger?.warn({ error: (error as Error).message }, 'next run time read failed'),
     );
@@ -346,12 +349,8 @@ export function remoteWorkerRoutes(
           }
           return c.json({ jobs: jobs.map((job) => remoteJob(job, receiptOf)) });
         }
-        const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
-        woken = await waiter.wait(
-          groupKey,
-          { untilMs, nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime(), claimSentAtMs: sentAtEpochMs },
-          signal,
-        );
+        const next = await readNextRunAt(filter);
+        woken = await waiter.wait(groupKey, { untilMs, ...next, claimSentAtMs: sentAtEpochMs }, signal);
       }
     } finally {
       // Woken for a due job but gone before claiming it (client left, store error): wake another.

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../src/http/server.js';
 import { createServerLogger } from '../../src/http/server-logger.js';
+import type { Store } from '../../src/store/store.js';
 import { runSqlScript, storeKinds, type TestDatabase } from '../support/stores.js';
 import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 
@@ -43,6 +44,19 @@ async function forgetLastClaim(db: TestDatabase, id: string): Promise<void> {
     `UPDATE ${jobs} SET state = 'pending', token = token - 1, attempts = attempts - 1, lease_owner = NULL,
        lease_until = NULL WHERE id = ${Number(id)}`,
   );
+}
+
+/** Counts calls to one of a store's methods until `restore()` puts the original back. */
+function countCalls(store: Store, method: 'jobClaim' | 'jobGet') {
+  const original = store[method];
+  const counter = { count: 0, restore: () => Object.assign(store, { [method]: original }) };
+  Object.assign(store, {
+    [method]: (...args: unknown[]) => {
+      counter.count += 1;
+      return (original as (...args: unknown[]) => unknown).apply(store, args);
+    },
+  });
+  return counter;
 }
 
 /** A remote worker that speaks only HTTP, as a Python or Go worker would. */
@@ -204,13 +218,7 @@ for (const kind of storeKinds()) {
 
     it('a long-polling claim sleeps through a job due later and returns it when it falls due', async () => {
       const polled = await startTestServer({ kind, longPollRecheckMs: RECHECK_NEVER_MS });
-      const store = polled.server.docket.store;
-      const jobClaim = store.jobClaim.bind(store);
-      let claims = 0;
-      store.jobClaim = (params) => {
-        claims += 1;
-        return jobClaim(params);
-      };
+      const claims = countCalls(polled.server.docket.store, 'jobClaim');
       try {
         const w = httpWorker(polled.url, 'sleeper');
         const queue = `later-${kind}`;
@@ -222,10 +230,10 @@ for (const kind of storeKinds()) {
         expect(job?.kind).toBe('later');
         expect(Date.now()).toBeGreaterThanOrEqual(runAt);
         // The claim before the wait and the one at the run time: the submit's hint woke nothing.
-        expect(claims).toBe(2);
+        expect(claims.count).toBe(2);
         await w.complete(job as RemoteJob);
       } finally {
-        store.jobClaim = jobClaim;
+        claims.restore();
         await polled.stop();
       }
     });
@@ -304,20 +312,14 @@ for (const kind of storeKinds()) {
           body: JSON.stringify({ workerId: 'roaming', queues: [queue], limit: 3 }),
         });
         const [first, second, third] = ((await claim.json()) as { jobs: RemoteJob[] }).jobs;
-        const store = t.server.docket.store;
-        const originalGet = store.jobGet.bind(store);
-        let reads = 0;
-        store.jobGet = (params) => {
-          reads += 1;
-          return originalGet(params);
-        };
+        const reads = countCalls(t.server.docket.store, 'jobGet');
         try {
           // Through the server that handed the lease out: checked against the owner it recorded.
           expect((await httpWorker(t.url, 'roaming').complete(first!)).body).toEqual({ outcome: 'done' });
-          expect(reads).toBe(0);
+          expect(reads.count).toBe(0);
           // Through the other server: checked by reading the job.
           expect((await httpWorker(other.url, 'roaming').complete(second!)).body).toEqual({ outcome: 'done' });
-          expect(reads).toBeGreaterThan(0);
+          expect(reads.count).toBeGreaterThan(0);
           // Another lease's receipt proves nothing, on either server.
           for (const url of [t.url, other.url]) {
             const forged = await httpWorker(url, 'roaming').complete({ ...third!, receipt: first!.receipt });
@@ -328,7 +330,7 @@ for (const kind of storeKinds()) {
           // A repeat after the first completion answers done again.
           expect((await httpWorker(t.url, 'roaming').complete(first!)).body).toEqual({ outcome: 'done' });
         } finally {
-          store.jobGet = originalGet;
+          reads.restore();
         }
         const counted = (url: string) =>
           fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.all.token}` } }).then((r) => r.text());

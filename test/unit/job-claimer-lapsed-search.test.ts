@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
 import type { ClaimedJob } from '../../src/job/job.js';
 import type { JobClaimParams, Store, WakeUp } from '../../src/store/store.js';
-import { JobClaimer } from '../../src/worker/job-claimer.js';
 import { LAPSED_SEARCH_INTERVAL_MS } from '../../src/worker/lapsed-search-pacer.js';
+import { claimerHarness, settle } from '../support/job-claimers.js';
 
 /** A store whose claims answer from `answers` in turn: a job count, or an error to throw. */
 function scriptedStore(answers: (number | Error)[]) {
@@ -39,37 +39,9 @@ function scriptedStore(answers: (number | Error)[]) {
   return { store, sent, wakeUp: () => wake?.({ runAt: null }) };
 }
 
-/** Lets every setImmediate and promise the claimer queued run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve));
-}
-
 describe('JobClaimer: the lapsed-lease search', () => {
-  const claimers: JobClaimer[] = [];
-  afterEach(async () => {
-    await Promise.all(claimers.splice(0).map((claimer) => claimer.stop()));
-  });
-
-  function claimer(store: Store, clock: ManualClock): JobClaimer {
-    const made = new JobClaimer(store, {
-      owner: 'w',
-      leaseMs: 30_000,
-      queues: undefined,
-      kinds: () => undefined,
-      pollIntervalMs: 60_000,
-      claimBatchSize: 10,
-      maxConcurrentClaims: 1,
-      minClaimSize: () => 1,
-      freeSlots: () => 10,
-      idleSlots: () => 10,
-      onClaimed: () => {},
-      onError: () => {},
-      random: () => 0.5,
-      clock,
-    });
-    claimers.push(made);
-    return made;
-  }
+  const { claimer, stopAll } = claimerHarness();
+  afterEach(stopAll);
 
   it('searches in the first claim, then in no claim until the interval has passed', async () => {
     const clock = new ManualClock(1_000_000);

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
 import type { ClaimedJob } from '../../src/job/job.js';
 import type { JobClaimParams, Store } from '../../src/store/store.js';
-import { JobClaimer } from '../../src/worker/job-claimer.js';
+import { claimerHarness, settle } from '../support/job-claimers.js';
 
 const CLAIM_ROUND_TRIP_MS = 3;
 
@@ -42,37 +42,9 @@ function streamStore(clock: ManualClock, nextRunAt: (claimSentAtMs: number) => n
   return { store, sentAt };
 }
 
-/** Lets every setImmediate and promise the claimer queued run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve));
-}
-
 describe('JobClaimer: the next run time after a short claim', () => {
-  const claimers: JobClaimer[] = [];
-  afterEach(async () => {
-    await Promise.all(claimers.splice(0).map((claimer) => claimer.stop()));
-  });
-
-  function claimer(store: Store, clock: ManualClock): JobClaimer {
-    const made = new JobClaimer(store, {
-      owner: 'w',
-      leaseMs: 30_000,
-      queues: undefined,
-      kinds: () => undefined,
-      pollIntervalMs: 60_000,
-      claimBatchSize: 10,
-      maxConcurrentClaims: 1,
-      minClaimSize: () => 1,
-      freeSlots: () => 10,
-      idleSlots: () => 10,
-      onClaimed: () => {},
-      onError: () => {},
-      random: () => 0.5,
-      clock,
-    });
-    claimers.push(made);
-    return made;
-  }
+  const { claimer, stopAll } = claimerHarness();
+  afterEach(stopAll);
 
   it('claims at once a job that fell due after the short claim went out', async () => {
     const clock = new ManualClock(1_000_000);
