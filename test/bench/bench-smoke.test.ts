@@ -141,7 +141,7 @@ describe('benchmark harness (smoke mode)', () => {
     expect(report).toMatch(/## 7e\. Remote workers over HTTP/);
     // Every workload ran: none was left out for the smoke run's time budget.
     expect(runs.filter((run) => run.problems.some((problem) => problem.startsWith('time budget')))).toEqual([]);
-  }, 240_000);
+  }, 330_000);
 
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
     const shardDir = join(outDir, 'shards');
