@@ -6,6 +6,13 @@
  * Prints each stage's median, p90, p99 and max.
  *
  *   npx tsx bench/start-latency-stages.ts [--rate 1000] [--seconds 10] [--in-flight 100] [--concurrency 24]
+ *     [--idle-workers 0] [--idle-of kind|queue]
+ *
+ * `--idle-workers K` starts K more default workers, each in a process of its own, that handle
+ * another kind (`--idle-of kind`, default) or claim another queue (`--idle-of queue`): workers of
+ * other services sharing the database, which the measured stream never feeds. Also printed: the
+ * database's committed transactions per job over the stream (every process's, the submits' too), and each
+ * idle worker's claims and wake-ups.
  *
  * Times are the bench's cross-process clock (hostNowMs: the host's monotonic clock, one anchor
  * shared with the child) at sub-millisecond resolution in both processes. Needs PostgreSQL at BENCH_DATABASE_URL's host.
@@ -16,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { Docket } from '../src/docket.js';
 import type { ClaimedJob } from '../src/job/job.js';
 import type { WorkerOptions } from '../src/worker/worker-options.js';
-import { databaseUrl, dropDatabase, hostNowMs, recreateDatabase, scratchName } from './pg-admin.js';
+import { databaseUrl, dropDatabase, hostNowMs, recreateDatabase, scratchName, withAdmin } from './pg-admin.js';
 import { distribution } from './stats.js';
 
 const KIND = 'bench.noop';
@@ -27,6 +34,46 @@ const SCHEMA = 'docket';
 interface ChildReport {
   /** [i, claimSentMs, claimAnsweredMs, lastWakeBeforeClaimMs, handlerStartMs] per job. */
   rows: number[];
+}
+
+/** A worker that the stream never feeds: another kind, or the same kind on another queue. */
+async function idleChild(): Promise<void> {
+  const of = process.env.STAGES_IDLE_OF ?? 'kind';
+  const docket = await Docket.open({ url: databaseUrl(DB), schema: SCHEMA });
+  let claims = 0;
+  let wakeUps = 0;
+  const store = docket.store;
+  const jobClaim = store.jobClaim.bind(store);
+  store.jobClaim = (params) => {
+    claims += 1;
+    return jobClaim(params);
+  };
+  const subscribe = store.subscribe.bind(store);
+  store.subscribe = (listener) =>
+    subscribe((wakeUp) => {
+      wakeUps += 1;
+      listener(wakeUp);
+    });
+  docket.handle(of === 'kind' ? 'bench.other' : KIND, async () => {});
+  const worker = docket.worker(of === 'kind' ? {} : { queues: ['other'] });
+  await worker.start();
+  process.send?.({ type: 'ready' });
+  process.on('message', async (message: { type: string }) => {
+    if (message.type !== 'stop') return;
+    await worker.stop();
+    await docket.close();
+    console.log(`idle worker ${process.pid}: ${claims} claims, ${wakeUps} wake-ups`);
+    process.exit(0);
+  });
+}
+
+/** The database's committed transactions so far, read after `settleMs`. */
+async function committedTransactions(settleMs: number): Promise<number> {
+  return withAdmin(async (client) => {
+    await new Promise((r) => setTimeout(r, settleMs));
+    const result = await client.query('SELECT xact_commit FROM pg_stat_database WHERE datname = $1', [DB]);
+    return Number(result.rows[0]?.xact_commit ?? 0);
+  });
 }
 
 async function child(): Promise<void> {
@@ -81,6 +128,8 @@ async function main(): Promise<void> {
       'in-flight': { type: 'string', default: '100' },
       concurrency: { type: 'string', default: '24' },
       worker: { type: 'string', default: '{}' },
+      'idle-workers': { type: 'string', default: '0' },
+      'idle-of': { type: 'string', default: 'kind' },
     },
   });
   const rate = Number(values.rate);
@@ -99,6 +148,21 @@ async function main(): Promise<void> {
     }),
   );
   await new Promise<void>((resolve) => worker.on('message', (m: { type: string }) => m.type === 'ready' && resolve()));
+  const idleOf = values['idle-of'] === 'queue' ? 'queue' : 'kind';
+  const idle = Array.from({ length: Number(values['idle-workers']) }, () =>
+    fork(fileURLToPath(import.meta.url), ['--idle'], {
+      env: { ...process.env, STAGES_DB: DB, STAGES_IDLE_OF: idleOf },
+      execArgv: process.execArgv,
+    }),
+  );
+  await Promise.all(
+    idle.map(
+      (child) =>
+        new Promise<void>((resolve) => child.on('message', (m: { type: string }) => m.type === 'ready' && resolve())),
+    ),
+  );
+  // PostgreSQL 15 reports a busy backend's counters at most every 10 s: wait those of the start out.
+  const transactionsBefore = await committedTransactions(11_000);
   const scheduled = new Float64Array(total);
   const callStart = new Float64Array(total);
   const callEnd = new Float64Array(total);
@@ -128,9 +192,14 @@ async function main(): Promise<void> {
   }
   await Promise.all(calls);
   await new Promise((r) => setTimeout(r, 1_000));
+  const exits = idle.map((child) => new Promise((resolve) => child.on('exit', resolve)));
+  for (const child of idle) child.send({ type: 'stop' });
   worker.send({ type: 'stop' });
   const { rows } = await report;
+  await Promise.all(exits);
   await docket.close();
+  // Every connection is closed, so every backend has reported its counters.
+  const transactions = (await committedTransactions(1_000)) - transactionsBefore;
   await dropDatabase(DB);
   const stage = {
     schedToCall: [] as number[],
@@ -154,11 +223,19 @@ async function main(): Promise<void> {
     stage.claimAnsweredToStart.push(start - answered);
     stage.enqueueToStart.push(start - scheduled[i]!);
   }
-  console.log(`${rows.length / 5} of ${total} jobs started; worker ${JSON.stringify(workerOptions)}; rate ${rate}/s`);
+  console.log(
+    `${rows.length / 5} of ${total} jobs started; worker ${JSON.stringify(workerOptions)}; rate ${rate}/s; ` +
+      `${idle.length} idle workers of another ${idleOf}; ${(transactions / total).toFixed(2)} transactions a job`,
+  );
   for (const [name, values] of Object.entries(stage)) console.log(summary(name, values));
 }
 
-if (process.argv.includes('--child'))
+if (process.argv.includes('--idle'))
+  idleChild().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+else if (process.argv.includes('--child'))
   child().catch((error) => {
     console.error(error);
     process.exit(1);

@@ -11,11 +11,13 @@
  * waiting claim made each submit cost every idle worker a claim, a next-run-at read and a clock
  * read that could all find nothing: with sixteen workers waiting, seventeen commits a job.
  *
+ * A hint that names a queue or kind a group never claims passes that group by (store/wake-up.ts).
  * A hint naming a later run time wakes nobody: it sets the group's timer for that time (only
  * ever earlier), and the timer wakes one claim as a hint would. The next run time a claim read
  * before waiting goes to the same timer, so the claims of one group never all wake for one job.
  */
 import type { Store, WakeUp } from '../store/store.js';
+import { wakeUpConcerns } from '../store/wake-up.js';
 
 /** A hint due within this margin of the database's estimated now counts as due now. */
 const DUE_MARGIN_MS = 2;
@@ -45,6 +47,9 @@ interface Wait {
 /** The waiting claims that ask for the same queues and kinds, oldest first. */
 interface WaitGroup {
   key: string;
+  /** The queues and kinds its claims ask for (null: all), read back from the key. */
+  queues: readonly string[] | null;
+  kinds: readonly string[] | null;
   waits: Set<Wait>;
   /** When the group's earliest known future job falls due (server clock, epoch ms). */
   dueAtMs: number;
@@ -161,7 +166,8 @@ export class ClaimWaiter {
   private group(key: string): WaitGroup {
     let group = this.groups.get(key);
     if (!group) {
-      group = { key, waits: new Set(), dueAtMs: Number.POSITIVE_INFINITY, dueTimer: undefined };
+      const [queues, kinds] = JSON.parse(key) as [string[] | null, string[] | null];
+      group = { key, queues, kinds, waits: new Set(), dueAtMs: Number.POSITIVE_INFINITY, dueTimer: undefined };
       this.groups.set(key, group);
     }
     return group;
@@ -172,6 +178,7 @@ export class ClaimWaiter {
     // The hint's run time on the server's clock; +1 ms as timers may fire a hair early.
     const dueAtMs = wakeUp.runAt === null ? now : wakeUp.runAt.getTime() - this.dbOffsetMs + 1;
     for (const group of [...this.groups.values()]) {
+      if (!wakeUpConcerns(wakeUp, group.queues, group.kinds)) continue;
       if (dueAtMs <= now + DUE_MARGIN_MS) this.wakeOne(group, 'hint');
       else this.setDue(group, dueAtMs, now);
     }

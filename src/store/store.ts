@@ -569,10 +569,14 @@ export interface BulkBatchResult {
 /**
  * A hint that jobs may be due sooner than a worker expects. `runAt` is the earliest run time
  * among the jobs behind the hint, or null for "something changed, look again" (for example after
- * a reconnect, when notifications sent in between were lost).
+ * a reconnect, when notifications sent in between were lost). `queue` and `kind`, when present,
+ * say every job behind the hint has that queue and kind, so a claimer that claims neither can
+ * ignore it (wakeUpConcerns in wake-up.ts); a hint without them may concern anyone.
  */
 export interface WakeUp {
   runAt: Date | null;
+  queue?: string | undefined;
+  kind?: string | undefined;
 }
 
 /**

@@ -8,7 +8,8 @@
  * slots already promised to claims in flight), and up to `maxConcurrentClaims` run at once so the next batch is on its
  * way while the last one is being started. A claim runs only while jobs may be due:
  * - after a claim that filled its limit (more are probably waiting), on every freed slot;
- * - on a wake-up hint from the store (a submit, retry or release here, or NOTIFY from elsewhere);
+ * - on a wake-up hint from the store (a submit, retry or release here, or NOTIFY from elsewhere)
+ *   that may concern its queues and kinds (a hint naming others is ignored: store/wake-up.ts);
  * - when the timer set to the next known run time fires;
  * - on every poll (`pollIntervalMs`), which catches what hints cannot: lapsed leases of dead
  *   workers, other processes' submits on SQLite, notifications lost while LISTEN was down.
@@ -27,6 +28,7 @@ import type { Clock, ClockTimer } from '../clock/clock.js';
 import { systemClock } from '../clock/clock.js';
 import type { ClaimedJob } from '../job/job.js';
 import type { StorePartition, WakeUp } from '../store/store.js';
+import { wakeUpConcerns } from '../store/wake-up.js';
 import { LapsedSearchPacer } from './lapsed-search-pacer.js';
 
 /** Settings and callbacks for a {@link JobClaimer}. */
@@ -219,7 +221,7 @@ export class JobClaimer {
   private onWakeUp(wakeUp: WakeUp): void {
     // Runs inside the submitter's call path on SQLite: keep it to a few assignments so wake-ups
     // never slow submits; the claim itself runs later, from the event loop.
-    if (!this.running) return;
+    if (!this.running || !wakeUpConcerns(wakeUp, this.options.queues, this.options.kinds())) return;
     if (wakeUp.runAt === null) {
       this.markDue(true);
       return;

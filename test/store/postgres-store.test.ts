@@ -12,6 +12,7 @@ import { JOB_STATES } from '../../src/job/job.js';
 import { normalizeSubmit, type SubmitInput } from '../../src/job/job-spec.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStore, splitSchemaFromUrl } from '../../src/store/postgres/postgres-store.js';
+import { MAX_NAMED_WAKE_UPS } from '../../src/store/postgres/sql-fragments.js';
 import type { WakeUp } from '../../src/store/store.js';
 import { recordPoolStatements } from '../support/pool-statements.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
@@ -428,7 +429,7 @@ describe('PostgresStore: query plans', () => {
 describe('PostgresStore: wake-ups', () => {
   const ctx = useDatabase();
 
-  it('notifies once per submit, with the earliest run time, only for jobs due within the horizon', async () => {
+  it('notifies once per queue and kind of a submit, with its earliest run time, only for jobs due within the horizon', async () => {
     await ctx.fresh();
     const store = await ctx.open({ wakeHorizonMs: 5000 });
     const wakeUps: WakeUp[] = [];
@@ -436,19 +437,48 @@ describe('PostgresStore: wake-ups', () => {
     const now = await store.now();
     const soon = new Date(now.getTime() + 1000);
     const marker = new Date(now.getTime() + 2000);
-    // Far in the future: no notify. A batch due soon: one notify carrying its earliest run_at.
-    // Notifications arrive in commit order, so once the marker's arrives the earlier ones are in.
+    // Far in the future: no notify. A batch due soon: one notify per (queue, kind) carrying its
+    // earliest run_at; a kind whose jobs are all beyond the horizon gets none. Notifications
+    // arrive in commit order, so once the marker's arrives the earlier ones are in.
     await store.jobSubmit({ jobs: specs(3, { delayMs: 3600_000 }) });
     await store.jobSubmit({
       jobs: [
         normalizeSubmit({ kind: 'a', runAt: new Date(soon.getTime() + 500) }),
         normalizeSubmit({ kind: 'b', runAt: soon }),
-        normalizeSubmit({ kind: 'c', runAt: new Date(soon.getTime() + 100) }),
+        normalizeSubmit({ kind: 'a', runAt: new Date(soon.getTime() + 100) }),
+        normalizeSubmit({ kind: 'a', queue: 'emails', runAt: soon }),
+        normalizeSubmit({ kind: 'later', runAt: new Date(now.getTime() + 3600_000) }),
       ],
     });
     await store.jobSubmit({ jobs: [normalizeSubmit({ kind: 'marker', runAt: marker })] });
     await expect.poll(() => wakeUps.some((wakeUp) => wakeUp.runAt?.getTime() === marker.getTime())).toBe(true);
-    expect(wakeUps).toEqual([{ runAt: soon }, { runAt: marker }]);
+    const byName = (x: WakeUp, y: WakeUp) => `${x.queue}/${x.kind}`.localeCompare(`${y.queue}/${y.kind}`);
+    expect(wakeUps.slice(0, -1).sort(byName)).toEqual([
+      { runAt: new Date(soon.getTime() + 100), queue: 'default', kind: 'a' },
+      { runAt: soon, queue: 'default', kind: 'b' },
+      { runAt: soon, queue: 'emails', kind: 'a' },
+    ]);
+    expect(wakeUps.at(-1)).toEqual({ runAt: marker, queue: 'default', kind: 'marker' });
+    await unsubscribe();
+  });
+
+  it('names no queue or kind when a statement spans more than MAX_NAMED_WAKE_UPS of them, and names released jobs', async () => {
+    await ctx.fresh();
+    const store = await ctx.open();
+    const wakeUps: WakeUp[] = [];
+    const unsubscribe = await store.subscribe((wakeUp) => wakeUps.push(wakeUp));
+    const now = await store.now();
+    const kinds = Array.from({ length: MAX_NAMED_WAKE_UPS + 1 }, (_, i) => `kind.${i}`);
+    await store.jobSubmit({
+      jobs: kinds.map((kind, i) => normalizeSubmit({ kind, runAt: new Date(now.getTime() - 1000 + i) })),
+    });
+    await expect.poll(() => wakeUps.length).toBe(1);
+    expect(wakeUps).toEqual([{ runAt: new Date(now.getTime() - 1000) }]);
+    // A released lease wakes the workers of its own queue and kind.
+    const [claimed] = await store.jobClaim({ owner: 'w', limit: 1, leaseMs: 30_000, kinds: ['kind.3'] });
+    await store.jobRelease({ id: claimed!.id, token: claimed!.token, leaseOwner: claimed!.leaseOwner });
+    await expect.poll(() => wakeUps.length).toBe(2);
+    expect(wakeUps[1]).toMatchObject({ queue: 'default', kind: 'kind.3' });
     await unsubscribe();
   });
 

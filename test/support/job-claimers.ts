@@ -1,17 +1,18 @@
 /**
  * JobClaimer under a ManualClock for unit tests: one free-slot budget of 10, a claim of at most 10
- * in flight at a time, polls a minute apart (never within a test), and every claimer made through
+ * in flight at a time, polls a minute apart (never within a test), every queue and kind unless
+ * overridden, and every claimer made through
  * {@link claimerHarness} stopped by its `stopAll` (call it in afterEach).
  */
 import type { ManualClock } from '../../src/clock/clock.js';
 import type { Store } from '../../src/store/store.js';
-import { JobClaimer } from '../../src/worker/job-claimer.js';
+import { JobClaimer, type JobClaimerOptions } from '../../src/worker/job-claimer.js';
 
 /** Makes claimers and stops every one it made. */
 export function claimerHarness() {
   const claimers: JobClaimer[] = [];
   return {
-    claimer(store: Store, clock: ManualClock): JobClaimer {
+    claimer(store: Store, clock: ManualClock, overrides: Partial<JobClaimerOptions> = {}): JobClaimer {
       const made = new JobClaimer(store, {
         owner: 'w',
         leaseMs: 30_000,
@@ -27,6 +28,7 @@ export function claimerHarness() {
         onError: () => {},
         random: () => 0.5,
         clock,
+        ...overrides,
       });
       claimers.push(made);
       return made;

@@ -25,7 +25,10 @@ function hintedStore() {
       return async () => {};
     },
   } as unknown as Store;
-  return { store, hint: (runAt: Date | null) => listener?.({ runAt }) };
+  return {
+    store,
+    hint: (runAt: Date | null, named: { queue?: string; kind?: string } = {}) => listener?.({ runAt, ...named }),
+  };
 }
 
 const dbNow = () => Date.now() + DB_AHEAD_MS;
@@ -62,6 +65,33 @@ describe('ClaimWaiter', () => {
   it('groups claims by queues and kinds in any order', () => {
     expect(ClaimWaiter.groupKey(['b', 'a'], ['y', 'x'])).toBe(ClaimWaiter.groupKey(['a', 'b'], ['x', 'y']));
     expect(ClaimWaiter.groupKey(['a'], undefined)).not.toBe(ClaimWaiter.groupKey(undefined, ['a']));
+  });
+
+  it('passes by the groups that never claim the queue or kind a hint names', async () => {
+    const { store, hint } = hintedStore();
+    const waiter = made(store);
+    const all = startWait(waiter);
+    const reports = startWait(waiter, REPORTS);
+    const emails = startWait(waiter, ClaimWaiter.groupKey(['emails'], ['send', 'bounce']));
+    await waitingCount(waiter, 3);
+    hint(new Date(dbNow()), { queue: 'emails', kind: 'send' });
+    await Promise.all([all.done, emails.done]);
+    expect([all.state.end, emails.state.end]).toEqual(['hint', 'hint']);
+    await sleep(20);
+    expect(reports.state.end, 'a claim of the reports queue sleeps through an emails job').toBeUndefined();
+    // A later job of another kind sets no timer for the emails group either.
+    const emailsAgain = startWait(waiter, ClaimWaiter.groupKey(['emails'], ['send', 'bounce']));
+    await waitingCount(waiter, 2);
+    hint(new Date(dbNow() + 30), { queue: 'emails', kind: 'report' });
+    hint(new Date(dbNow()), { queue: 'reports', kind: 'send' });
+    await reports.done;
+    expect(reports.state.end).toBe('hint');
+    await sleep(80);
+    expect(emailsAgain.state.end).toBeUndefined();
+    // A hint naming nothing concerns every group.
+    hint(new Date(dbNow()));
+    await emailsAgain.done;
+    expect(emailsAgain.state.end).toBe('hint');
   });
 
   it('wakes the longest-waiting claim of each group for a job due now, and the next when it passes on', async () => {

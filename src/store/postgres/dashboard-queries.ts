@@ -42,7 +42,7 @@ import type {
 } from '../store.js';
 import { type JobRow, rowToJob } from './job-row.js';
 import { quoteIdentifier } from './migrations.js';
-import { epochMsText, type Queryable } from './sql-fragments.js';
+import { type Queryable, wakeNotify } from './sql-fragments.js';
 
 /** Collects bind parameters while a statement is assembled; `add` answers the placeholder. */
 class Binds {
@@ -397,7 +397,7 @@ export class PostgresDashboardQueries {
         ${groups.map((_, i) => `SELECT id FROM picked_${i}`).join(' UNION ALL ')} ORDER BY id LIMIT ${limit}
       )`;
     const wake = (source: string) => `wake AS (
-        SELECT pg_notify(${this.channelLiteral}, ${epochMsText('min(run_at)')}) FROM ${source} HAVING count(*) > 0
+        ${wakeNotify(this.channelLiteral, source)}
       )`;
     let sql: string;
     switch (checked.action) {
@@ -418,7 +418,7 @@ export class PostgresDashboardQueries {
         sql = `WITH ${picked},
           changed AS (
             UPDATE ${this.jobs} j SET run_at = ${runAt}
-            FROM picked p WHERE j.id = p.id AND j.state = 'pending' RETURNING j.id, j.run_at),
+            FROM picked p WHERE j.id = p.id AND j.state = 'pending' RETURNING j.id, j.run_at, j.queue, j.kind),
           ${wake('changed')}`;
         break;
       }
@@ -448,7 +448,7 @@ export class PostgresDashboardQueries {
                         THEN NULL ELSE m.schedule_slot END,
                    m.created_at, NULL, m.started_at
             FROM ranked m
-            RETURNING id, run_at
+            RETURNING id, run_at, queue, kind
           ),
           ${wake('changed')}`;
         break;

@@ -64,6 +64,7 @@ import {
   type Queryable,
   queueNotPaused,
   wakeChannel,
+  wakeNotify,
 } from './sql-fragments.js';
 import { type StoredStatement, storedStatement } from './stored-statements.js';
 
@@ -568,11 +569,10 @@ function buildSql(s: string, channel: string) {
                ${NOW}
         FROM fresh f ORDER BY f.ord
         ${onConflict}
-        RETURNING id, run_at
+        RETURNING id, run_at, queue, kind
       ),
       wake AS (
-        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM inserted
-        HAVING min(run_at) <= ${NOW} + ${ms('$14')}
+        ${wakeNotify(channelLiteral, 'inserted', `run_at <= ${NOW} + ${ms('$14')}`)}
       )
       SELECT i.ord, i.ord = i.first_ord AS is_first,
              ins.id AS inserted_id, ins.run_at AS inserted_run_at,
@@ -659,11 +659,10 @@ function buildSql(s: string, channel: string) {
                         unnest($11::int[], $12::text[], $13::timestamptz[], $15::text[]))
           AS i(id, kind, queue, payload, priority, run_at, delay_ms, max_attempts, retry_policy, timeout_ms,
                schedule_id, schedule_slot, idempotency_key)
-        RETURNING run_at
+        RETURNING run_at, queue, kind
       ),
       wake AS (
-        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM inserted
-        HAVING min(run_at) <= ${NOW} + ${ms('$14')}
+        ${wakeNotify(channelLiteral, 'inserted', `run_at <= ${NOW} + ${ms('$14')}`)}
       )
       SELECT count(*) AS written, ${NOW} AS now, (SELECT count(*) FROM wake) AS woke FROM inserted`,
 
@@ -794,10 +793,10 @@ function buildSql(s: string, channel: string) {
       WITH released AS (
         UPDATE ${jobs} j SET state = 'pending', lease_until = NULL, attempts = greatest(j.attempts - 1, 0)
         WHERE j.id = $1 AND j.token = $2 AND ${ownerMatches('$3::text')} AND j.state = 'running'
-        RETURNING j.run_at
+        RETURNING j.run_at, j.queue, j.kind
       ),
       wake AS (
-        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM released HAVING count(*) > 0
+        ${wakeNotify(channelLiteral, 'released')}
       )
       SELECT (SELECT count(*) FROM released) AS released, (SELECT count(*) FROM wake) AS woke`,
 
@@ -811,10 +810,10 @@ function buildSql(s: string, channel: string) {
       WITH released AS (
         UPDATE ${jobs} j SET state = 'pending', lease_until = NULL, attempts = greatest(j.attempts - 1, 0)
         WHERE j.state = 'running' AND j.lease_owner = $1
-        RETURNING j.run_at
+        RETURNING j.run_at, j.queue, j.kind
       ),
       wake AS (
-        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM released HAVING count(*) > 0
+        ${wakeNotify(channelLiteral, 'released')}
       )
       SELECT (SELECT count(*) FROM released) AS released, (SELECT count(*) FROM wake) AS woke`,
 
@@ -903,7 +902,7 @@ function buildSql(s: string, channel: string) {
         RETURNING ${JOB_COLUMNS.join(', ')}
       ),
       wake AS (
-        SELECT pg_notify(${channelLiteral}, ${epochMsText('min(run_at)')}) FROM revived HAVING count(*) > 0
+        ${wakeNotify(channelLiteral, 'revived')}
       )
       SELECT revived.*, (SELECT count(*) FROM wake) AS woke FROM revived`,
 

@@ -17,7 +17,7 @@ import { type DecodedScheduleRow, scheduleOfRow } from '../schedule-record.js';
 import type { QueueState } from '../store.js';
 import { pageSize } from '../store-params.js';
 import { quoteIdentifier } from './migrations.js';
-import type { Queryable } from './sql-fragments.js';
+import { type Queryable, wakeNotify } from './sql-fragments.js';
 
 /** A schedules row as pg returns it: decoded, except int8 `catch_up_window_ms` arrives as text. */
 export type ScheduleRow = Omit<DecodedScheduleRow, 'catch_up_window_ms'> & { catch_up_window_ms: string };
@@ -235,7 +235,7 @@ function buildSql(s: string, channel: string) {
         JOIN ${schedules} sc ON sc.id = r.schedule_id
         ORDER BY r.ord
         ON CONFLICT (schedule_id, schedule_slot) WHERE schedule_id IS NOT NULL DO NOTHING
-        RETURNING run_at
+        RETURNING run_at, queue, kind
       ),
       updated AS (
         UPDATE ${schedules} sc
@@ -247,8 +247,7 @@ function buildSql(s: string, channel: string) {
         RETURNING sc.*
       ),
       wake AS (
-        SELECT pg_notify(${channelLiteral}, floor(extract(epoch FROM min(run_at)) * 1000)::bigint::text)
-        FROM inserted HAVING min(run_at) <= $1::timestamptz + ($9::double precision * interval '1 millisecond')
+        ${wakeNotify(channelLiteral, 'inserted', `run_at <= $1::timestamptz + ($9::double precision * interval '1 millisecond')`)}
       )
       ${answer}`;
 

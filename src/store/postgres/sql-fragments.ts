@@ -141,6 +141,28 @@ export function epochMsText(expression: string): string {
 }
 
 /**
+ * Most (queue, kind) groups one statement's wake-ups name one by one; a statement whose jobs span
+ * more sends a single wake-up naming neither (every worker looks), so a batch of many kinds never
+ * costs a NOTIFY per kind.
+ */
+export const MAX_NAMED_WAKE_UPS = 8;
+
+/**
+ * A `wake` CTE's body: NOTIFYs for the rows of `source` (columns run_at, queue, kind) that pass
+ * `due` (a condition on them), one per (queue, kind) with its earliest run time, payload
+ * `[ms, "queue", "kind"]` (../wake-up.ts reads it), or one bare `ms` payload of the earliest when
+ * they span more than {@link MAX_NAMED_WAKE_UPS} groups. All of a statement's NOTIFYs commit
+ * together: the commit takes PostgreSQL's notify lock once however many it sends (decision 0005's
+ * cost is per commit). Answers one row per NOTIFY, none when no row passed.
+ */
+export function wakeNotify(channelLiteral: string, source: string, due = 'true'): string {
+  return `SELECT pg_notify(${channelLiteral},
+                 CASE WHEN count(*) OVER () > ${MAX_NAMED_WAKE_UPS} THEN ${epochMsText('min(g.run_at) OVER ()')}
+                      ELSE json_build_array(floor(extract(epoch FROM g.run_at) * 1000)::bigint, g.queue, g.kind)::text END)
+        FROM (SELECT queue, kind, min(run_at) AS run_at FROM ${source} WHERE ${due} GROUP BY queue, kind) g`;
+}
+
+/**
  * Distinct (queue, kind, priority) triples among pending jobs, found by a loose index scan on
  * jobs_pending_kind_claim_idx: each step is one index probe for the next triple, so the cost is
  * the number of triples, not the number of rows (a million pending rows of one foreign kind cost

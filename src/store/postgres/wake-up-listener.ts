@@ -9,6 +9,7 @@
  */
 import pg from 'pg';
 import type { WakeUp } from '../store.js';
+import { parseWakeUpPayload } from '../wake-up.js';
 
 /** How a {@link WakeUpListener} connects and whom it tells. */
 export interface WakeUpListenerOptions {
@@ -98,8 +99,7 @@ export class WakeUpListener {
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => {
       if (message.channel !== this.options.channel) return;
-      const ms = Number(message.payload);
-      this.emit({ runAt: message.payload && Number.isFinite(ms) ? new Date(ms) : null });
+      this.emit(parseWakeUpPayload(message.payload));
     });
     try {
       await client.connect();

@@ -1,0 +1,51 @@
+/**
+ * Wake-ups that name their jobs' queue and kind, and who they concern. Pure: no I/O.
+ *
+ * A PostgreSQL NOTIFY reaches every listening process, whatever it claims. When its payload said
+ * only a run time, a submit woke the workers of every other service sharing the database (other
+ * kinds, other queues) and each sent a claim that could find nothing: with three idle workers of
+ * another kind beside one stream of 1,000 single submits/s, each of them claimed about 2,100
+ * times in 10 s and the stream's own start p99 rose from 21 to 98-132 ms on this 2-core machine
+ * (bench/start-latency-stages.ts --idle-workers 3). A payload naming the queue and kind lets those
+ * workers ignore it without a round trip (decision 0025).
+ *
+ * Payloads: `[runAtMs, "queue", "kind"]` (JSON) names one queue and kind; a bare number of epoch
+ * ms, as every earlier release sent, names none; anything else (an empty payload, a queue resume)
+ * is "look again" for everyone. Earlier releases read a named payload as "look again", so during
+ * a rolling deploy their workers claim once more than they need to, never less.
+ */
+import type { WakeUp } from './store.js';
+
+/** Reads a NOTIFY payload; never throws (a hint that cannot be read is "look again"). */
+export function parseWakeUpPayload(payload: string | undefined): WakeUp {
+  if (!payload) return { runAt: null };
+  if (payload.startsWith('[')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload);
+    } catch {
+      return { runAt: null };
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 3) return { runAt: null };
+    const [ms, queue, kind] = parsed as unknown[];
+    if (typeof queue !== 'string' || typeof kind !== 'string') return { runAt: null };
+    return { runAt: typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms) : null, queue, kind };
+  }
+  const ms = Number(payload);
+  return { runAt: Number.isFinite(ms) ? new Date(ms) : null };
+}
+
+/**
+ * Whether a wake-up may concern a claimer of these queues and kinds (undefined or null: every
+ * queue, every kind). Only a wake-up that names a queue or kind the claimer never claims is
+ * ignored; one naming nothing concerns everyone.
+ */
+export function wakeUpConcerns(
+  wakeUp: WakeUp,
+  queues: readonly string[] | null | undefined,
+  kinds: readonly string[] | null | undefined,
+): boolean {
+  if (wakeUp.queue !== undefined && queues && !queues.includes(wakeUp.queue)) return false;
+  if (wakeUp.kind !== undefined && kinds && !kinds.includes(wakeUp.kind)) return false;
+  return true;
+}

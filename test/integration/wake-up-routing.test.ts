@@ -1,0 +1,76 @@
+/**
+ * PostgreSQL wake-ups name their jobs' queue and kind (decision 0025): a submit wakes the workers
+ * that claim its queue and kind, and no other. Before, every NOTIFY woke every listening process,
+ * and each sent a claim that could find nothing: the workers of other services sharing the
+ * database each claimed once per submit. Real dockets with their own pools and LISTEN connections
+ * on one database; the idle workers poll once a minute, so any claim past their first was a wake-up.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Docket } from '../../src/index.js';
+import { eventually, useInProcessDockets } from './support/suite-fixtures.js';
+
+/** Resolves once job `id` is done. */
+function done(docket: Docket, id: string, what: string) {
+  return eventually(
+    () => docket.getJob(id),
+    (job) => job?.state === 'done',
+    5_000,
+    what,
+  );
+}
+
+/** Counts the claims the docket's workers send. */
+function countClaims(docket: Docket): { claims: number } {
+  const counter = { claims: 0 };
+  const store = docket.store;
+  const jobClaim = store.jobClaim.bind(store);
+  store.jobClaim = (params) => {
+    counter.claims += 1;
+    return jobClaim(params);
+  };
+  return counter;
+}
+
+describe('wake-ups on postgres', () => {
+  const { open } = useInProcessDockets('postgres', 'wake-up routing');
+
+  it('wakes only the workers that claim the queue and kind a submit names', async () => {
+    const SLOW_POLL = { pollIntervalMs: 60_000 };
+    const sender = await open();
+    const emails = await open();
+    emails.handle('wr.send', async () => {});
+    await emails.worker({ ...SLOW_POLL, queues: ['wr.emails'] }).start();
+    // Another service's worker (another kind), and the same kind's worker of another queue.
+    const reports = await open();
+    reports.handle('wr.report', async () => {});
+    const reportsClaims = countClaims(reports);
+    await reports.worker({ ...SLOW_POLL, queues: ['wr.emails'] }).start();
+    const otherQueue = await open();
+    otherQueue.handle('wr.send', async () => {});
+    const otherQueueClaims = countClaims(otherQueue);
+    await otherQueue.worker({ ...SLOW_POLL, queues: ['wr.other'] }).start();
+    // Each worker's first claim goes out just after start: count from after it.
+    for (const counter of [reportsClaims, otherQueueClaims])
+      await eventually(
+        async () => counter.claims,
+        (claims) => claims >= 1,
+        5_000,
+        'first claim',
+      );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const atStart = { reports: reportsClaims.claims, otherQueue: otherQueueClaims.claims };
+
+    for (let i = 0; i < 20; i += 1) {
+      const { id } = await sender.submit({ kind: 'wr.send', queue: 'wr.emails' });
+      // Each job is started by its own wake-up: the emails worker polls once a minute.
+      await done(sender, id, `send job ${i}`);
+    }
+    expect(reportsClaims.claims - atStart.reports, "the reports worker's claims for 20 emails").toBe(0);
+    expect(otherQueueClaims.claims - atStart.otherQueue, "the other queue's worker's claims").toBe(0);
+
+    // A job of its own kind still wakes the reports worker at once.
+    const { id } = await sender.submit({ kind: 'wr.report', queue: 'wr.emails' });
+    await done(sender, id, 'report job');
+    expect(reportsClaims.claims - atStart.reports).toBeGreaterThanOrEqual(1);
+  });
+});
