@@ -23,6 +23,7 @@ import { hostNowMs } from './pg-admin.js';
 import { distribution } from './stats.js';
 import { DOCKET_BENCH_KIND, DOCKET_BENCH_SCHEMA } from './systems/docket.js';
 import type { SystemName } from './systems/system.js';
+import { processCpuMs } from './worker-process.js';
 import {
   type Contender,
   fail,
@@ -48,8 +49,6 @@ export const HTTP_FLOOR_LABEL = 'http floor (bare node:http, no store)';
 const START_TIMEOUT_MS = 60_000;
 /** How long a server may take to exit after SIGTERM before it is killed (its own grace is 10 s). */
 export const STOP_TIMEOUT_MS = 10_000;
-/** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat. */
-const CLOCK_TICKS_PER_SEC = 100;
 
 /** A server the workload starts: how to start it, and the Docket store it writes to, if any. */
 export interface HttpSubmitTarget extends RunSubject {
@@ -240,20 +239,6 @@ export class ServerChild {
     if (first !== 'timeout') return { ...first, killed: false };
     this.child.kill('SIGKILL');
     return { ...(await this.exit), killed: true };
-  }
-}
-
-/** CPU time (user + system) a process has used so far, ms; NaN where /proc cannot tell. */
-export function processCpuMs(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    // Fields after the command name (which may hold spaces, hence after the last ')'): utime is
-    // the 14th field of the line, stime the 15th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SEC;
-  } catch {
-    return Number.NaN;
   }
 }
 

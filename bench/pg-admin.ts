@@ -58,6 +58,43 @@ export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>, url = 
 }
 
 /**
+ * Committed transactions of one database so far (PostgreSQL's cumulative statistics). PostgreSQL
+ * 15 publishes a backend's counters when it goes idle, at most once a second, holding the rest up
+ * to 10 s, and when it exits: read after that, or after {@link waitForNoSessions}.
+ */
+export async function xactCommits(database: string): Promise<number> {
+  return withAdmin(async (client) => {
+    const { rows } = await client.query<{ n: string }>(
+      'SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1',
+      [database],
+    );
+    return Number(rows[0]?.n ?? Number.NaN);
+  });
+}
+
+/**
+ * Resolves true once no session is connected to `database`, false after `timeoutMs`. A backend
+ * publishes its statistics on exit before it leaves pg_stat_activity (PostgreSQL 15: its
+ * before-exit hook runs ahead of the one that clears its entry), so a count read after this holds
+ * every transaction of the sessions that were there, though a client's `end()` resolves before
+ * its backend has exited.
+ */
+export async function waitForNoSessions(database: string, timeoutMs: number): Promise<boolean> {
+  return withAdmin(async (client) => {
+    const deadline = hostNowMs() + timeoutMs;
+    for (;;) {
+      const { rows } = await client.query<{ n: string }>(
+        'SELECT count(*)::text AS n FROM pg_stat_activity WHERE datname = $1',
+        [database],
+      );
+      if (Number(rows[0]?.n) === 0) return true;
+      if (hostNowMs() > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  });
+}
+
+/**
  * ANALYZE of every table in the database at `url`: what autovacuum does to a new table once about
  * fifty of its rows changed, after which the planner sizes the table by its statistics.
  */

@@ -33,19 +33,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Docket } from '../src/docket.js';
 import { importDocket } from './checkouts.js';
-import {
-  docketServeTarget,
-  type HttpSubmitTarget,
-  processCpuMs,
-  ServerChild,
-  STOP_TIMEOUT_MS,
-  tsxCommand,
-} from './http-submit.js';
-import { databaseNameOf, hostNowMs, withAdmin } from './pg-admin.js';
+import { docketServeTarget, type HttpSubmitTarget, ServerChild, STOP_TIMEOUT_MS, tsxCommand } from './http-submit.js';
+import { databaseNameOf, hostNowMs, xactCommits } from './pg-admin.js';
 import type { FromClients, PhaseReport, PhaseSpec, ToClients } from './remote-worker-clients.js';
 import { distribution } from './stats.js';
 import { DOCKET_BENCH_KIND, DOCKET_BENCH_SCHEMA } from './systems/docket.js';
-import { sleep, withTimeout } from './worker-process.js';
+import { processCpuMs, sleep, withTimeout } from './worker-process.js';
 import { type Contender, fail, prefixed, type RunOptions, type RunRecord, record } from './workloads.js';
 
 const CLIENTS_ENTRY = fileURLToPath(new URL('./remote-worker-clients.ts', import.meta.url));
@@ -211,17 +204,6 @@ class ClientProcess {
     this.send({ type: 'exit' });
     await withTimeout(exited, 5_000, 'the client process did not exit').catch(() => this.child.kill('SIGKILL'));
   }
-}
-
-/** Committed transactions of one database so far (PostgreSQL's cumulative statistics). */
-async function xactCommits(database: string): Promise<number> {
-  return withAdmin(async (client) => {
-    const { rows } = await client.query<{ n: string }>(
-      'SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1',
-      [database],
-    );
-    return Number(rows[0]?.n ?? Number.NaN);
-  });
 }
 
 /**

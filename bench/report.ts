@@ -13,6 +13,7 @@ import { pgbenchSqlForReport } from './pgbench-limit.js';
 import { existingShardSection } from './shard-section.js';
 import { median, round } from './stats.js';
 import { cdfChart, spikeChart } from './svg-charts.js';
+import { NEIGHBOUR_QUEUE } from './systems/system.js';
 import { type RunRecord, SPIKE_BINS } from './workloads.js';
 
 /** The claim's plan as captured by auto_explain. */
@@ -1117,6 +1118,67 @@ function remoteWorkersSection(bench: BenchResults): string[] {
   return out;
 }
 
+/**
+ * Single submits beside neighbours: the single-submit latency run with idle worker processes of
+ * another queue started first (workloads.ts singleSubmitLatencyRun, `neighbours`).
+ */
+function neighboursSection(bench: BenchResults): string[] {
+  const all = labels(bench, 'neighbours');
+  if (all.length === 0) return [];
+  const p = paramSets(bench, 'neighbours', [
+    'ratePerSec',
+    'durationMs',
+    'inFlight',
+    'jobs',
+    'neighbours',
+    'statsFlushMs',
+  ])[0]!;
+  const flushMs = Number(p.statsFlushMs ?? 0);
+  const transactions =
+    flushMs > 0
+      ? `Transactions: \`xact_commit\` of the scratch database per job, from ${fmt(flushMs)} ms after the workers started (PostgreSQL 15 holds a backend's counters up to 10 s, so their start-ups are not counted) until every worker process had exited and the harness's store was closed (a backend publishes its counters as it exits): the submits, the stream's claims and completions, the neighbours' claims and polls, the workers' stops; PostgreSQL only.`
+      : "Transactions: not counted in this run (a smoke run does not wait the 11 s PostgreSQL 15 may hold a backend's counters).";
+  const out = [
+    '## 7f. Single submits beside neighbours',
+    '',
+    `Other services sharing the store: the single-submit latency run of section 7b (one worker process in each system's default configuration, ${p.ratePerSec} calls/s offered open loop for ${Number(p.durationMs) / 1000} s, at most ${p.inFlight} in flight; start latency from each call's slot in the schedule) with ${p.neighbours} more worker process${Number(p.neighbours) === 1 ? '' : 'es'} of the same system and configuration started before the stream, each claiming work the stream never feeds: Docket a worker with \`queues: ['${NEIGHBOUR_QUEUE}']\` (it handles the stream's kind; only the queue differs), pg-boss \`work('${NEIGHBOUR_QUEUE}')\`, BullMQ a \`Worker\` on queue \`${NEIGHBOUR_QUEUE}\`, graphile-worker a task list of only the task \`${NEIGHBOUR_QUEUE}\` (graphile-worker has no per-worker queue filter: its queues serialise jobs rather than route them, so a worker of another service is one with other tasks). Docket on SQLite: its neighbours are other processes on the same file. The raw-SQL reference has no other queue and is not run. A neighbour that starts any job fails the run. Compare the latency with section 7b's (the same run without neighbours). ${transactions} Neighbour CPU: each neighbour process's user + system time over the offer as a share of one core (/proc), their mean. Medians over rounds; started: of ${p.jobs} jobs per run.`,
+    '',
+  ];
+  const rows = all.map((label) => {
+    const runs = runsOf(bench, 'neighbours', label, p);
+    const started = runs.filter((run) => run.status !== 'skipped').map((run) => fmt(run.metrics.started ?? Number.NaN));
+    return [
+      label,
+      show(cell(runs, 'offeredPerSec')),
+      show(cell(runs, 'latencyP50Ms')),
+      show(cell(runs, 'latencyP90Ms')),
+      show(cell(runs, 'latencyP99Ms')),
+      show(cell(runs, 'latencyMaxMs')),
+      show(cell(runs, 'xactPerJob')),
+      show(cell(runs, 'neighbourCpuPercent'), ' %'),
+      started.length > 0 ? started.join(', ') : '—',
+    ];
+  });
+  out.push(
+    table(
+      [
+        'system',
+        'offered /s',
+        'start latency p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        'transactions / job',
+        'CPU per neighbour',
+        `started (each round, of ${fmt(Number(p.jobs))})`,
+      ],
+      rows,
+    ),
+    '',
+  );
+  return out;
+}
+
 /** The floor of the HTTP single submits (bench/http-submit.ts HTTP_FLOOR_LABEL). */
 const HTTP_FLOOR = 'http floor (bare node:http, no store)';
 
@@ -1285,6 +1347,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...httpSubmitSection(bench),
     ...delayedSection(bench),
     ...remoteWorkersSection(bench),
+    ...neighboursSection(bench),
     ...dashboardSection(bench, targets),
     ...memorySection(bench, targets),
     ...profileSection(bench),

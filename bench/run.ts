@@ -6,7 +6,7 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, about 2 min, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit delayed http-submit remote-workers memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit delayed neighbours http-submit remote-workers memory dashboard)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
@@ -18,6 +18,10 @@
  *   npm run bench -- --only delayed --systems docket,docket-sqlite,bullmq,graphile-worker,pg-boss
  *                                            single submits each due 2 s after its call (runAt, delay, startAfter):
  *                                            lateness of each start against its run time, early starts
+ *   DOCKET_BASELINE=/tmp/base npm run bench -- --only neighbours --systems docket,docket-baseline,bullmq,graphile-worker,pg-boss
+ *                                            the single-submit latency run beside 3 idle worker processes of the
+ *                                            same system on another queue (--neighbours N): other services sharing
+ *                                            the database; start latency, transactions per job, the neighbours' CPU
  *   npm run bench -- --only http-submit --systems docket,docket-baseline --rounds 3   POST /v1/jobs to `docket serve`
  *                                            (defaults; PostgreSQL and SQLite, each checkout's own CLI) beside a bare
  *                                            node:http server, 100 requests in flight (http-submit.ts)
@@ -71,6 +75,7 @@ import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak
 import {
   DELAYED_SYSTEMS,
   loadSystem,
+  NEIGHBOUR_SYSTEMS,
   OUTAGE_SYSTEMS,
   SCHEDULE_SYSTEMS,
   SYSTEM_NAMES,
@@ -110,6 +115,7 @@ const WORKLOADS = [
   'submit',
   'single-submit',
   'delayed',
+  'neighbours',
   'http-submit',
   'remote-workers',
   'memory',
@@ -134,6 +140,7 @@ const { values: args } = parseArgs({
     'backlog-cap-seconds': { type: 'string' },
     'backfill-analyze': { type: 'string' },
     'single-submit-jobs': { type: 'string' },
+    neighbours: { type: 'string' },
     out: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
     shards: { type: 'boolean', default: false },
@@ -200,6 +207,7 @@ const SIZES = smoke
       pgbench: { seconds: 1, clients: 4, threads: 2, batch: 100 },
       singleSubmit: { capacityJobs: 300, inFlight: 100, latencyRate: 200, latencyMs: 1_000 },
       delayed: { rate: 200, durationMs: 1_000, delayMs: 500, inFlight: 100 },
+      neighbours: { count: 1, rate: 200, durationMs: 2_000, inFlight: 100, statsFlushMs: 0 },
       httpSubmit: { jobs: 300, inFlight: 100 },
       remoteWorkers: {
         drain: { jobs: 300, workers: 4, limit: 100, capMs: 30_000 },
@@ -238,6 +246,9 @@ const SIZES = smoke
       singleSubmit: { capacityJobs: 20_000, inFlight: 100, latencyRate: 1_000, latencyMs: 10_000 },
       // Reminders: single submits each due 2 s after its call, at the single-submit latency rate.
       delayed: { rate: 1_000, durationMs: 10_000, delayMs: 2_000, inFlight: 100 },
+      // The single-submit latency run beside 3 idle workers of another queue; the transaction count
+      // starts 11 s after the workers did, past the 10 s PostgreSQL 15 may hold their start-ups' counters.
+      neighbours: { count: 3, rate: 1_000, durationMs: 10_000, inFlight: 100, statsFlushMs: 11_000 },
       httpSubmit: { jobs: 20_000, inFlight: 100 },
       // Remote HTTP workers: a 20k backlog drained by 4 claiming 100, then 100 jobs/s for 10 s to
       // 16 waiting workers claiming 10, due now and then 2 s after each submit.
@@ -271,6 +282,11 @@ if (args['drain-cap-seconds']) SIZES.drainCapMs = secondsMs('drain-cap-seconds',
 if (args['backlog-jobs']) SIZES.backlogJobs = positiveIntegers('backlog-jobs', args['backlog-jobs']);
 if (args['backlog-cap-seconds']) SIZES.backlogCapMs = secondsMs('backlog-cap-seconds', args['backlog-cap-seconds']);
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
+if (args.neighbours) {
+  const [count, ...rest] = positiveIntegers('neighbours', args.neighbours);
+  if (rest.length > 0) throw new Error(`--neighbours takes one number, got ${JSON.stringify(args.neighbours)}`);
+  SIZES.neighbours.count = count!;
+}
 
 /**
  * `--docket-node 22|24|26`: the Node line Docket's PostgreSQL worker processes run on (docket,
@@ -870,6 +886,29 @@ async function main(): Promise<void> {
         { ratePerSec: rate, durationMs, delayMs, inFlight, jobs: (rate * durationMs) / 1000 },
         results,
         (c, round) => delayedRun(c, rate, durationMs, delayMs, inFlight, { round, capMs: durationMs }),
+      );
+    }
+    if (only.has('neighbours')) {
+      // The single-submit latency run's contenders (each system's default variant), and Docket on
+      // SQLite beside Docket (its neighbours: other processes on the same file, which another
+      // process's submit wakes), each beside idle workers of its own system on another queue;
+      // only systems whose driver makes such a worker (NEIGHBOUR_SYSTEMS).
+      const { count, rate, durationMs, inFlight, statsFlushMs } = SIZES.neighbours;
+      const candidates = [...defaults];
+      for (const c of sqliteContenders) if (!candidates.some((other) => other.label === c.label)) candidates.push(c);
+      for (const c of candidates.filter((c) => !NEIGHBOUR_SYSTEMS.includes(c.module.name)))
+        log(`neighbours: ${c.label} has no queue but its own for a neighbour to claim; skipped`);
+      await alternate(
+        candidates.filter((c) => NEIGHBOUR_SYSTEMS.includes(c.module.name)),
+        'neighbours',
+        { ratePerSec: rate, durationMs, inFlight, jobs: (rate * durationMs) / 1000, neighbours: count, statsFlushMs },
+        results,
+        (c, round) =>
+          singleSubmitLatencyRun(c, rate, durationMs, inFlight, {
+            round,
+            capMs: durationMs,
+            neighbours: { count, statsFlushMs },
+          }),
       );
     }
     // The Docket stores `docket serve` can open, one each (serve has no worker variants to compare).

@@ -6,11 +6,13 @@
  * Prints each stage's median, p90, p99 and max.
  *
  *   npx tsx bench/start-latency-stages.ts [--rate 1000] [--seconds 10] [--in-flight 100] [--concurrency 24]
- *     [--idle-workers 0] [--idle-of kind|queue]
+ *     [--idle-workers 0] [--idle-of kind|queue|replica]
  *
  * `--idle-workers K` starts K more default workers, each in a process of its own, that handle
  * another kind (`--idle-of kind`, default) or claim another queue (`--idle-of queue`): workers of
- * other services sharing the database, which the measured stream never feeds. Also printed: the
+ * other services sharing the database, which the measured stream never feeds. `--idle-of replica`
+ * makes them replicas of the measured worker instead (same kind and queue): they share the stream,
+ * and the stages are of the measured worker's jobs only. Also printed: the
  * database's committed transactions per job over the stream (every process's, the submits' too), and each
  * idle worker's claims and wake-ups.
  *
@@ -36,7 +38,7 @@ interface ChildReport {
   rows: number[];
 }
 
-/** A worker that the stream never feeds: another kind, or the same kind on another queue. */
+/** A worker that the stream never feeds (another kind, or the same kind on another queue), or a replica. */
 async function idleChild(): Promise<void> {
   const of = process.env.STAGES_IDLE_OF ?? 'kind';
   const docket = await Docket.open({ url: databaseUrl(DB), schema: SCHEMA });
@@ -54,15 +56,18 @@ async function idleChild(): Promise<void> {
       wakeUps += 1;
       listener(wakeUp);
     });
-  docket.handle(of === 'kind' ? 'bench.other' : KIND, async () => {});
-  const worker = docket.worker(of === 'kind' ? {} : { queues: ['other'] });
+  let ran = 0;
+  docket.handle(of === 'kind' ? 'bench.other' : KIND, async () => {
+    ran += 1;
+  });
+  const worker = docket.worker(of === 'queue' ? { queues: ['other'] } : {});
   await worker.start();
   process.send?.({ type: 'ready' });
   process.on('message', async (message: { type: string }) => {
     if (message.type !== 'stop') return;
     await worker.stop();
     await docket.close();
-    console.log(`idle worker ${process.pid}: ${claims} claims, ${wakeUps} wake-ups`);
+    console.log(`${of} worker ${process.pid}: ${claims} claims, ${wakeUps} wake-ups, ${ran} jobs run`);
     process.exit(0);
   });
 }
@@ -148,7 +153,9 @@ async function main(): Promise<void> {
     }),
   );
   await new Promise<void>((resolve) => worker.on('message', (m: { type: string }) => m.type === 'ready' && resolve()));
-  const idleOf = values['idle-of'] === 'queue' ? 'queue' : 'kind';
+  const idleOf = values['idle-of'] ?? 'kind';
+  if (!['kind', 'queue', 'replica'].includes(idleOf))
+    throw new Error(`--idle-of takes kind, queue or replica, not ${idleOf}`);
   const idle = Array.from({ length: Number(values['idle-workers']) }, () =>
     fork(fileURLToPath(import.meta.url), ['--idle'], {
       env: { ...process.env, STAGES_DB: DB, STAGES_IDLE_OF: idleOf },
@@ -225,7 +232,8 @@ async function main(): Promise<void> {
   }
   console.log(
     `${rows.length / 5} of ${total} jobs started; worker ${JSON.stringify(workerOptions)}; rate ${rate}/s; ` +
-      `${idle.length} idle workers of another ${idleOf}; ${(transactions / total).toFixed(2)} transactions a job`,
+      `${idle.length} ${idleOf === 'replica' ? 'replicas' : `idle workers of another ${idleOf}`}; ` +
+      `${(transactions / total).toFixed(2)} transactions a job`,
   );
   for (const [name, values] of Object.entries(stage)) console.log(summary(name, values));
 }

@@ -3,11 +3,14 @@
  * start reports into exactly-once checks.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SystemConfig } from './systems/system.js';
 import type { FromChild, ToChild } from './worker-child.js';
 
 const CHILD_ENTRY = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
+/** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat. */
+const CLOCK_TICKS_PER_SEC = 100;
 
 /**
  * Every handler start of one run, by bench index. The first start of a job is kept for latency;
@@ -259,6 +262,20 @@ export class WorkerProcess {
         this.stoppedResolve?.();
         break;
     }
+  }
+}
+
+/** CPU time (user + system) a process has used so far, ms; NaN where /proc cannot tell. */
+export function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    // Fields after the command name (which may hold spaces, hence after the last ')'): utime is
+    // the 14th field of the line, stime the 15th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SEC;
+  } catch {
+    return Number.NaN;
   }
 }
 

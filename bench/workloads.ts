@@ -8,19 +8,20 @@
  * it reached, never as a fast result.
  */
 import { randomUUID } from 'node:crypto';
-import { analyzeDatabase, hostNowMs } from './pg-admin.js';
+import { analyzeDatabase, databaseNameOf, hostNowMs, waitForNoSessions, xactCommits } from './pg-admin.js';
 import { cdfPoints, type Distribution, distribution, histogram } from './stats.js';
 import {
   type BenchJob,
   type BenchStore,
   DELAYED_SYSTEMS,
+  NEIGHBOUR_SYSTEMS,
   OUTAGE_SYSTEMS,
   SCHEDULE_SYSTEMS,
   type SystemConfig,
   type SystemModule,
   type Variant,
 } from './systems/system.js';
-import { type RssSummary, StartRecorder, sleep, WorkerProcess } from './worker-process.js';
+import { processCpuMs, type RssSummary, StartRecorder, sleep, WorkerProcess } from './worker-process.js';
 
 /** One system in one configuration, as the workloads see it. */
 export interface Contender {
@@ -734,42 +735,97 @@ async function offerOpenLoop(
   return { t0, errors };
 }
 
+/** The `neighbours` workload's additions to the single-submit latency run. */
+export interface NeighbourOptions {
+  /** Worker processes of the contender's system and configuration claiming another queue ({@link SystemConfig.neighbour}). */
+  count: number;
+  /**
+   * How long after the workers started the transaction count begins, ms: PostgreSQL 15 may hold
+   * a backend's counters up to 10 s, so what the workers committed starting up is counted before
+   * the stream, not in it. 0: no count (a smoke run does not wait; a shorter wait would count the
+   * start-ups in), as the remote-workers workload's `statsFlushMs`.
+   */
+  statsFlushMs: number;
+}
+
+/**
+ * How long a run's database may keep sessions after its workers exited and its store closed (each
+ * backend exits a little after its client hung up); past it, the transaction count is noted as
+ * possibly short, since a backend still there has not published its last counters.
+ */
+const SESSIONS_GONE_TIMEOUT_MS = 10_000;
+
 /**
  * Single-submit latency: a worker (the contender's configuration) running first, then one
  * `submitOne` call per job offered at `ratePerSec` for `durationMs`, open loop (a call starts on
  * schedule whether or not earlier ones returned) but never more than `inFlight` at once; an
  * arrival that finds all slots busy waits for one, and the achieved offer is reported. Latency is
  * handler start minus the instant the job's call was scheduled (enqueue to start).
+ *
+ * With `neighbours` (workload `neighbours`, {@link NEIGHBOUR_SYSTEMS} only) the same run beside
+ * `count` more worker processes of the same system and configuration, started before the stream,
+ * that claim another queue the stream never feeds: other services sharing the database. A
+ * neighbour that starts any job fails the run. Also measured: each neighbour's CPU over the offer
+ * (/proc, as a share of one core, their mean) and, on PostgreSQL, the scratch database's committed
+ * transactions per job (`xact_commit`) from `statsFlushMs` after the workers started until every
+ * worker process had exited and the harness's store was closed (a backend publishes its counters
+ * as it exits): the stream's submits, claims and completions, the neighbours' wake-ups and polls,
+ * and the workers' stops.
  */
 export async function singleSubmitLatencyRun(
   contender: Contender,
   ratePerSec: number,
   durationMs: number,
   inFlight: number,
-  options: RunOptions,
+  options: RunOptions & { neighbours?: NeighbourOptions },
 ): Promise<RunRecord> {
+  const neighbours = options.neighbours;
+  if (neighbours && !NEIGHBOUR_SYSTEMS.includes(contender.module.name))
+    throw new Error(
+      `the neighbours workload runs on ${NEIGHBOUR_SYSTEMS.join(', ')} only, not ${contender.module.name}`,
+    );
   const total = Math.max(1, Math.round((ratePerSec * durationMs) / 1000));
-  const run = record(contender, 'single-submit', options, {
-    ratePerSec,
-    durationMs,
-    inFlight,
-    jobs: total,
-    mode: 'latency',
-  });
+  const run = neighbours
+    ? record(contender, 'neighbours', options, {
+        ratePerSec,
+        durationMs,
+        inFlight,
+        jobs: total,
+        neighbours: neighbours.count,
+        statsFlushMs: neighbours.statsFlushMs,
+      })
+    : record(contender, 'single-submit', options, { ratePerSec, durationMs, inFlight, jobs: total, mode: 'latency' });
   const wallStart = hostNowMs();
   await contender.module.reset(contender.config);
   const store = await contender.module.openStore(contender.config);
+  let storeOpen = true;
   let workers: WorkerProcess[] = [];
+  let neighbourWorkers: WorkerProcess[] = [];
+  const url = contender.config.databaseUrl;
+  const countedDatabase =
+    neighbours && neighbours.statsFlushMs > 0 && url.startsWith('postgres') ? databaseNameOf(url) : null;
   try {
     const recorder = new StartRecorder(total);
     workers = await WorkerProcess.startMany(1, contender.config, recorder, { cpuProfileDir: options.cpuProfileDir });
+    // A recorder of no jobs: every start a neighbour reports is a stray, a job of the stream it took.
+    const neighbourRecorder = new StartRecorder(0);
+    if (neighbours)
+      neighbourWorkers = await WorkerProcess.startMany(
+        neighbours.count,
+        { ...contender.config, neighbour: true },
+        neighbourRecorder,
+      );
+    if (countedDatabase) await sleep(neighbours!.statsFlushMs);
+    const xactBefore = countedDatabase ? await xactCommits(countedDatabase) : Number.NaN;
     const scheduledAt = new Float64Array(total);
+    const neighbourCpuBeforeMs = neighbourWorkers.map((worker) => processCpuMs(worker.pid));
     const { t0, errors } = await offerOpenLoop(total, ratePerSec, inFlight, (i, t0) => {
       // The job was due at its slot in the offered schedule, even if it waited for a free slot.
       scheduledAt[i] = t0 + (i * 1000) / ratePerSec;
       return store.submitOne(i);
     });
     const submitEnd = hostNowMs();
+    const neighbourCpuMs = neighbourWorkers.map((worker, k) => processCpuMs(worker.pid) - neighbourCpuBeforeMs[k]!);
     if (errors.length > 0) fail(run, `${errors.length} submits failed: ${errors[0]}`, 'error');
     run.metrics.offeredPerSec = total / ((submitEnd - t0) / 1000);
     const tailCapMs = Math.max(5_000, Math.min(options.capMs, durationMs));
@@ -784,14 +840,40 @@ export async function singleSubmitLatencyRun(
       peakRssMb: Math.max(0, ...run.rss.map((rss) => rss.peakMb)),
     });
     run.latencyCdf = cdfPoints(latencies);
+    if (neighbours) {
+      await stopNeighbours(run, neighbourWorkers, neighbourRecorder);
+      neighbourWorkers = [];
+      const offerSeconds = (submitEnd - t0) / 1000;
+      const cpuShares = neighbourCpuMs.map((ms) => ms / 1000 / offerSeconds);
+      if (cpuShares.length > 0 && cpuShares.every(Number.isFinite))
+        run.metrics.neighbourCpuPercent = (100 * cpuShares.reduce((sum, share) => sum + share, 0)) / cpuShares.length;
+    }
+    if (countedDatabase) {
+      storeOpen = false;
+      await store.close();
+      if (!(await waitForNoSessions(countedDatabase, SESSIONS_GONE_TIMEOUT_MS)))
+        run.problems.push(
+          `sessions still connected to the database ${SESSIONS_GONE_TIMEOUT_MS / 1000} s after the run: its transaction count may be short`,
+        );
+      const xact = (await xactCommits(countedDatabase)) - xactBefore;
+      Object.assign(run.metrics, { xactCommits: xact, xactPerJob: xact / total });
+    }
   } catch (error) {
     fail(run, (error as Error).message, 'error');
   } finally {
-    for (const worker of workers) worker.kill();
-    await store.close().catch(() => {});
+    for (const worker of [...workers, ...neighbourWorkers]) worker.kill();
+    if (storeOpen) await store.close().catch(() => {});
   }
   run.wallMs = hostNowMs() - wallStart;
   return run;
+}
+
+/** Stops the neighbour workers of a run; any job one of them started, or an error it reported, fails the run. */
+async function stopNeighbours(run: RunRecord, neighbours: WorkerProcess[], recorder: StartRecorder): Promise<void> {
+  await Promise.all(neighbours.map((worker) => worker.stop()));
+  for (const worker of neighbours)
+    if (worker.error) fail(run, `neighbour worker ${worker.pid}: ${worker.error}`, 'error');
+  if (recorder.strays > 0) fail(run, `the neighbour workers started ${recorder.strays} jobs of the stream`);
 }
 
 /**

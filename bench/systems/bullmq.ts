@@ -7,7 +7,14 @@
  */
 import * as bullmq from 'bullmq';
 import * as ioredis from 'ioredis';
-import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
+import {
+  type BenchJob,
+  benchIndexOf,
+  NEIGHBOUR_QUEUE,
+  type SystemConfig,
+  type SystemModule,
+  type SystemName,
+} from './system.js';
 
 const QUEUE = 'bench';
 
@@ -97,7 +104,7 @@ export function makeBullmqSystem(lib: BullmqLibrary, name: SystemName): SystemMo
       const redis = connection(config);
       const tuned = config.variant === 'tuned';
       const worker = new Worker(
-        QUEUE,
+        config.neighbour ? NEIGHBOUR_QUEUE : QUEUE,
         async (job) => {
           onStart(benchIndexOf(job.data));
         },

@@ -12,7 +12,7 @@
  */
 import pg from 'pg';
 import { Docket } from '../../src/docket.js';
-import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule } from './system.js';
+import { type BenchJob, benchIndexOf, NEIGHBOUR_QUEUE, type SystemConfig, type SystemModule } from './system.js';
 
 const KIND = 'bench.noop';
 const TUNED_PREFETCH = 500;
@@ -131,7 +131,11 @@ export const docketShardedSystem: SystemModule = {
       docket.handle(KIND, async (payload) => {
         onStart(benchIndexOf(payload));
       });
-      return docket.worker({ concurrency: config.concurrency, prefetch: TUNED_PREFETCH });
+      return docket.worker({
+        concurrency: config.concurrency,
+        prefetch: TUNED_PREFETCH,
+        ...(config.neighbour ? { queues: [NEIGHBOUR_QUEUE] } : {}),
+      });
     });
     await Promise.all(workers.map((worker) => worker.start()));
     return {

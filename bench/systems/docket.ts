@@ -23,6 +23,7 @@ import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
 import {
   type BenchJob,
   benchIndexOf,
+  NEIGHBOUR_QUEUE,
   OUTAGE_RETRY_DELAY_MS,
   type SystemConfig,
   type SystemModule,
@@ -51,9 +52,12 @@ function removeSqliteFiles(config: SystemConfig): void {
 }
 
 function workerOptions(config: SystemConfig): WorkerOptions {
-  return config.variant === 'tuned'
-    ? { concurrency: config.concurrency, prefetch: TUNED_PREFETCH }
-    : { concurrency: config.concurrency };
+  const options: WorkerOptions =
+    config.variant === 'tuned'
+      ? { concurrency: config.concurrency, prefetch: TUNED_PREFETCH }
+      : { concurrency: config.concurrency };
+  // A neighbour handles the bench's kind too, so only the queue tells its work from the bench's.
+  return config.neighbour ? { ...options, queues: [NEIGHBOUR_QUEUE] } : options;
 }
 
 /** The Docket class a driver opens: this checkout's, or the baseline checkout's. */

@@ -10,7 +10,14 @@ import type { WorkerUtils } from 'graphile-worker';
 import * as graphileWorker from 'graphile-worker';
 import pg from 'pg';
 import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
-import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
+import {
+  type BenchJob,
+  benchIndexOf,
+  NEIGHBOUR_QUEUE,
+  type SystemConfig,
+  type SystemModule,
+  type SystemName,
+} from './system.js';
 
 const TASK = 'bench_noop';
 
@@ -114,8 +121,10 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
         concurrency: config.concurrency,
         noHandleSignals: true,
         logger: silentLogger,
+        // A neighbour's only task is one no bench job names: graphile-worker filters by task
+        // identifier, not by queue (its queues serialise jobs, they do not route them).
         taskList: {
-          [TASK]: async (payload) => {
+          [config.neighbour ? NEIGHBOUR_QUEUE : TASK]: async (payload) => {
             onStart(benchIndexOf(payload));
           },
         },

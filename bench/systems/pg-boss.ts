@@ -15,13 +15,22 @@
  */
 import PgBoss from 'pg-boss';
 import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
-import { type BenchJob, benchIndexOf, type SystemConfig, type SystemModule, type SystemName } from './system.js';
+import {
+  type BenchJob,
+  benchIndexOf,
+  NEIGHBOUR_QUEUE,
+  type SystemConfig,
+  type SystemModule,
+  type SystemName,
+} from './system.js';
 
 const QUEUE = 'bench';
 const SCHEMA = 'pgboss';
 const TUNED_LOOPS = 4;
 const TUNED_BATCH_SIZE = 500;
 const TUNED_POLLING_SECONDS = 0.5;
+/** PostgreSQL's SQLSTATE for a transaction chosen as a deadlock's victim. */
+const DEADLOCK_DETECTED = '40P01';
 
 // Maintenance and cron off in every process: they are periodic background work, not job throughput,
 // and the harness drops the database after each run anyway.
@@ -46,6 +55,26 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
       ...(v12 && config.variant === 'tuned' ? { useListenNotify: true } : {}),
     });
   }
+  async function createQueue(boss: PgBoss, config: SystemConfig, queue: string): Promise<void> {
+    // Typed loosely: 12's queue options (notify) are not in 10's types.
+    const create = boss.createQueue.bind(boss) as (queue: string, options?: object) => Promise<unknown>;
+    await create(queue, v12 && config.variant === 'tuned' ? { notify: true } : undefined);
+  }
+  /**
+   * createQueue from several processes at once: pg-boss 10 makes each queue's partition by DDL,
+   * and three neighbours starting together deadlocked on it (PostgreSQL chose one as the victim).
+   * The victim's transaction rolled back and the winner's created the queue, so a retry finds it
+   * there (its insert ON CONFLICT DO NOTHING) and returns.
+   */
+  async function createQueueOnce(boss: PgBoss, config: SystemConfig, queue: string): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await createQueue(boss, config, queue);
+      } catch (error) {
+        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt >= 5) throw error;
+      }
+    }
+  }
   return {
     name,
     variants: ['default', 'tuned'],
@@ -61,9 +90,7 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
       const boss = bossFor(config, true, 2);
       boss.on('error', () => {});
       await boss.start();
-      // Typed loosely: 12's queue options (notify) are not in 10's types.
-      const createQueue = boss.createQueue.bind(boss) as (queue: string, options?: object) => Promise<unknown>;
-      await createQueue(QUEUE, v12 && config.variant === 'tuned' ? { notify: true } : undefined);
+      await createQueue(boss, config, QUEUE);
       await boss.stop({ graceful: false, wait: true });
     },
 
@@ -108,6 +135,10 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
       const boss = bossFor(config, false, loops + 2);
       boss.on('error', (error) => console.error('pg-boss (worker):', error.message));
       await boss.start();
+      // A neighbour is another service's worker: it creates its own queue as it starts (pg-boss
+      // wants a queue created before it is worked).
+      const queue = config.neighbour ? NEIGHBOUR_QUEUE : QUEUE;
+      if (config.neighbour) await createQueueOnce(boss, config, queue);
       const options = tuned
         ? {
             batchSize: TUNED_BATCH_SIZE,
@@ -116,7 +147,7 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
           }
         : {};
       for (let n = 0; n < loops; n += 1) {
-        await boss.work<{ i: number }>(QUEUE, options, async (jobs) => {
+        await boss.work<{ i: number }>(queue, options, async (jobs) => {
           await Promise.all(
             jobs.map(async (job) => {
               onStart(benchIndexOf(job.data));

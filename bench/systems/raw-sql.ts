@@ -120,6 +120,8 @@ export const rawSqlSystem: SystemModule = {
   destroy: (config) => docketSystem.destroy(config),
 
   async startWorker(config, onStart) {
+    if (config.neighbour)
+      throw new Error('the raw-SQL reference claims one queue and kind and cannot be a neighbour (NEIGHBOUR_SYSTEMS)');
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 3 });
     pool.on('error', () => {});
     const owner = `raw-sql:${process.pid}`;

@@ -51,7 +51,21 @@ export interface SystemConfig {
   shardLayout?: 'store' | 'independent' | undefined;
   /** The Node binary its worker processes run on (the peers' latest releases: Node 24); absent = the harness's. */
   nodePath?: string | undefined;
+  /**
+   * The `neighbours` workload: this worker belongs to another service sharing the store, in the
+   * same configuration but claiming work the bench never submits: Docket a worker with
+   * `queues: [NEIGHBOUR_QUEUE]` (the bench's kind, another queue), pg-boss `work()` and BullMQ a
+   * `Worker` on that queue, graphile-worker a task list holding only that task identifier (it has
+   * no per-worker queue filter). A driver that cannot make one throws ({@link NEIGHBOUR_SYSTEMS}).
+   */
+  neighbour?: boolean | undefined;
 }
+
+/**
+ * The queue (graphile-worker: the task identifier) a neighbour worker claims from, which no bench
+ * job is ever submitted to; a name every system accepts.
+ */
+export const NEIGHBOUR_QUEUE = 'bench_neighbour';
 
 /** One job to insert: its bench index, and a run time when it must not start at once. */
 export interface BenchJob {
@@ -90,6 +104,13 @@ export const SCHEDULE_SYSTEMS: readonly SystemName[] = [
  * `INSERT` due now (it refuses a run time).
  */
 export const DELAYED_SYSTEMS: readonly SystemName[] = SYSTEM_NAMES.filter((name) => name !== 'raw-sql');
+
+/**
+ * The systems whose drivers start a {@link SystemConfig.neighbour} worker (the `neighbours`
+ * workload). Not the raw-SQL reference: its worker claims Docket's one queue and kind, with no
+ * notion of another.
+ */
+export const NEIGHBOUR_SYSTEMS: readonly SystemName[] = SYSTEM_NAMES.filter((name) => name !== 'raw-sql');
 
 /** The harness's side of a system: setup, bulk insert, counting, teardown. */
 export interface BenchStore {

@@ -9,12 +9,49 @@
  * (bench/start-latency-stages.ts --idle-workers 3). A payload naming the queue and kind lets those
  * workers ignore it without a round trip (decision 0025).
  *
+ * SQLite has no NOTIFY, but its wake-ups follow the same rule ({@link wakeUpsFor}): a process's own
+ * submits, and other processes' submits its store sees in the file, name their queue and kind.
+ *
  * Payloads: `[runAtMs, "queue", "kind"]` (JSON) names one queue and kind; a bare number of epoch
  * ms, as every earlier release sent, names none; anything else (an empty payload, a queue resume)
  * is "look again" for everyone. Earlier releases read a named payload as "look again", so during
  * a rolling deploy their workers claim once more than they need to, never less.
  */
 import type { WakeUp } from './store.js';
+
+/**
+ * Most (queue, kind) groups one write's wake-ups name one by one; a write whose jobs span more
+ * sends a single wake-up naming neither (every worker looks), so a batch of many kinds never
+ * costs a NOTIFY per kind. PostgreSQL's statements apply it in SQL (wakeNotify in
+ * postgres/sql-fragments.ts), SQLite's through {@link wakeUpsFor}.
+ */
+export const MAX_NAMED_WAKE_UPS = 8;
+
+/** New jobs of one queue and kind, and the earliest run time among them (epoch ms). */
+export interface WakeUpGroup {
+  queue: string;
+  kind: string;
+  runAtMs: number;
+}
+
+/**
+ * The wake-ups for a write's new jobs (groups may repeat a queue and kind): one per queue and kind
+ * with its earliest run time, or, past {@link MAX_NAMED_WAKE_UPS} of them, one naming neither
+ * with the earliest of all. Whether a wake-up is due soon enough to send is the caller's rule.
+ */
+export function wakeUpsFor(groups: Iterable<WakeUpGroup>): WakeUp[] {
+  const earliest = new Map<string, WakeUpGroup>();
+  let first: number | null = null;
+  for (const group of groups) {
+    const key = JSON.stringify([group.queue, group.kind]);
+    const seen = earliest.get(key);
+    if (!seen || group.runAtMs < seen.runAtMs) earliest.set(key, group);
+    if (first === null || group.runAtMs < first) first = group.runAtMs;
+  }
+  if (first === null) return [];
+  if (earliest.size > MAX_NAMED_WAKE_UPS) return [{ runAt: new Date(first) }];
+  return [...earliest.values()].map(({ queue, kind, runAtMs }) => ({ runAt: new Date(runAtMs), queue, kind }));
+}
 
 /** Reads a NOTIFY payload; never throws (a hint that cannot be read is "look again"). */
 export function parseWakeUpPayload(payload: string | undefined): WakeUp {

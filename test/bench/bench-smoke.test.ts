@@ -50,7 +50,7 @@ describe('benchmark harness (smoke mode)', () => {
         label: string;
         status: string;
         problems: string[];
-        params: { spikes?: number };
+        params: { spikes?: number; neighbours?: number; jobs?: number };
         metrics: Record<string, number>;
       }[];
     };
@@ -139,6 +139,20 @@ describe('benchmark harness (smoke mode)', () => {
     }
     expect(remote.find((run) => phaseOf(run).phase === 'stream')?.metrics.latenessP50Ms).toBeGreaterThanOrEqual(0);
     expect(report).toMatch(/## 7e\. Remote workers over HTTP/);
+    // The single-submit latency run beside an idle worker process of the same system on another
+    // queue (smoke: Docket's default configuration, on PostgreSQL and on SQLite): every job of the
+    // stream started once, by the stream's worker, none by the neighbour; the raw-SQL reference is left out.
+    const neighbours = runs.filter((run) => run.workload === 'neighbours');
+    expect(neighbours.map((run) => run.label).sort()).toEqual(['docket (default)', 'docket-sqlite (default)']);
+    for (const run of neighbours) {
+      expect([run.label, run.status, run.problems]).toEqual([run.label, 'ok', []]);
+      expect(run.params).toMatchObject({ neighbours: 1, jobs: 400 });
+      expect(run.metrics.started).toBe(400);
+      expect(run.metrics.latencyP50Ms).toBeGreaterThanOrEqual(0);
+      // Measured (/proc), whatever its size: an idle neighbour may spend next to nothing.
+      expect(Number.isFinite(run.metrics.neighbourCpuPercent)).toBe(true);
+    }
+    expect(report).toMatch(/## 7f\. Single submits beside neighbours/);
     // Every workload ran: none was left out for the smoke run's time budget.
     expect(runs.filter((run) => run.problems.some((problem) => problem.startsWith('time budget')))).toEqual([]);
   }, 330_000);

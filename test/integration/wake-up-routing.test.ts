@@ -1,12 +1,14 @@
 /**
- * PostgreSQL wake-ups name their jobs' queue and kind (decision 0025): a submit wakes the workers
- * that claim its queue and kind, and no other. Before, every NOTIFY woke every listening process,
- * and each sent a claim that could find nothing: the workers of other services sharing the
- * database each claimed once per submit. Real dockets with their own pools and LISTEN connections
- * on one database; the idle workers poll once a minute, so any claim past their first was a wake-up.
+ * Wake-ups name their jobs' queue and kind (decision 0025): a submit wakes the workers that claim
+ * its queue and kind, and no other. Before, every NOTIFY woke every listening process, and each
+ * sent a claim that could find nothing: the workers of other services sharing the database each
+ * claimed once per submit. Real dockets on one database (PostgreSQL: their own pools and LISTEN
+ * connections; SQLite: their own connections to one file, each store watching the others'
+ * submits); the idle workers poll once a minute, so any claim past their first was a wake-up.
  */
 import { describe, expect, it } from 'vitest';
 import type { Docket } from '../../src/index.js';
+import { storeKinds } from '../support/stores.js';
 import { eventually, useInProcessDockets } from './support/suite-fixtures.js';
 
 /** Resolves once job `id` is done. */
@@ -31,8 +33,8 @@ function countClaims(docket: Docket): { claims: number } {
   return counter;
 }
 
-describe('wake-ups on postgres', () => {
-  const { open } = useInProcessDockets('postgres', 'wake-up routing');
+describe.each(storeKinds())('wake-ups on %s', (kind) => {
+  const { open } = useInProcessDockets(kind, 'wake-up routing');
 
   it('wakes only the workers that claim the queue and kind a submit names', async () => {
     const SLOW_POLL = { pollIntervalMs: 60_000 };

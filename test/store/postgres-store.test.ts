@@ -12,8 +12,8 @@ import { JOB_STATES } from '../../src/job/job.js';
 import { normalizeSubmit, type SubmitInput } from '../../src/job/job-spec.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStore, splitSchemaFromUrl } from '../../src/store/postgres/postgres-store.js';
-import { MAX_NAMED_WAKE_UPS } from '../../src/store/postgres/sql-fragments.js';
 import type { WakeUp } from '../../src/store/store.js';
+import { MAX_NAMED_WAKE_UPS } from '../../src/store/wake-up.js';
 import { recordPoolStatements } from '../support/pool-statements.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 

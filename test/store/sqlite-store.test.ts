@@ -447,10 +447,12 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
     const { id } = JSON.parse(await nextLine()) as { id: string };
     const submitted = await store.jobGet({ id });
     // Nothing in this process wrote, so only the watcher can have heard of the job.
-    await expect.poll(() => wakeUps, { timeout: 5_000 }).toEqual([{ runAt: submitted?.runAt }]);
+    await expect
+      .poll(() => wakeUps, { timeout: 5_000 })
+      .toEqual([{ runAt: submitted?.runAt, queue: submitted?.queue, kind: submitted?.kind }]);
   });
 
-  it("wakes a subscriber with the earliest run time of another connection's submit, and stops with the last unsubscribe", async () => {
+  it("wakes a subscriber with the earliest run time of each queue and kind of another connection's submit, and stops with the last unsubscribe", async () => {
     const path = tempFile();
     const watching = await openStore(path);
     const other = await openStore(path);
@@ -458,9 +460,18 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
     const unsubscribe = await watching.subscribe((wakeUp) => heard.push(wakeUp));
     const nowMs = (await other.now()).getTime();
     await other.jobSubmit({
-      jobs: [spec({ kind: 'soon', runAt: nowMs + 2_000 }), spec({ kind: 'sooner', runAt: nowMs + 1_000 })],
+      jobs: [
+        spec({ kind: 'soon', runAt: nowMs + 2_000 }),
+        spec({ kind: 'sooner', runAt: nowMs + 1_000 }),
+        spec({ kind: 'soon', runAt: nowMs + 1_500 }),
+      ],
     });
-    await expect.poll(() => heard).toEqual([{ runAt: new Date(nowMs + 1_000) }]);
+    const byKind = (wakeUps: WakeUp[]) => [...wakeUps].sort((x, y) => String(x.kind).localeCompare(String(y.kind)));
+    await expect.poll(() => heard.length).toBe(2);
+    expect(byKind(heard)).toEqual([
+      { runAt: new Date(nowMs + 1_500), queue: 'default', kind: 'soon' },
+      { runAt: new Date(nowMs + 1_000), queue: 'default', kind: 'sooner' },
+    ]);
 
     await unsubscribe();
     await other.jobSubmit({ jobs: [spec({ kind: 'unheard', runAt: nowMs + 500 })] });
@@ -469,8 +480,8 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
     const later: WakeUp[] = [];
     await watching.subscribe((wakeUp) => later.push(wakeUp));
     await other.jobSubmit({ jobs: [spec({ kind: 'heard', runAt: nowMs + 700 })] });
-    await expect.poll(() => later).toEqual([{ runAt: new Date(nowMs + 700) }]);
-    expect(heard).toHaveLength(1);
+    await expect.poll(() => later).toEqual([{ runAt: new Date(nowMs + 700), queue: 'default', kind: 'heard' }]);
+    expect(heard).toHaveLength(2);
   });
 
   it("reports another connection's inserts only: not its claims, heartbeats, completions or cancels, nor its own connection's writes", async () => {
@@ -478,9 +489,9 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
     const other = await openStore(path);
     const db = new Database(path);
     try {
-      const reported: number[] = [];
-      const watcher = new ForeignSubmitWatcher(db, new jobSql.SqliteJobQueries(db), (runAtMs) =>
-        reported.push(runAtMs),
+      const reported: WakeUp[] = [];
+      const watcher = new ForeignSubmitWatcher(db, new jobSql.SqliteJobQueries(db), (wakeUps) =>
+        reported.push(...wakeUps),
       );
       watcher.mark();
       expect(watcher.look()).toBeNull();
@@ -489,7 +500,11 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
       const [first] = await other.jobSubmit({
         jobs: [spec({ kind: 'a', runAt: nowMs + 300 }), spec({ kind: 'b', runAt: nowMs - 100 })],
       });
-      expect(watcher.look()).toBe(nowMs - 100);
+      const named = [
+        { runAt: new Date(nowMs + 300), queue: 'default', kind: 'a' },
+        { runAt: new Date(nowMs - 100), queue: 'default', kind: 'b' },
+      ];
+      expect(watcher.look()).toEqual(named);
       expect(watcher.look()).toBeNull();
 
       const claimed = await other.jobClaim({ owner: 'w', limit: 10, leaseMs: 60_000 });
@@ -511,7 +526,7 @@ describe("SqliteStore wake-ups for other processes' submits", () => {
       const own = new jobSql.SqliteJobQueries(db);
       db.transaction(() => own.submit([spec({ kind: 'own' })], nowMs)).immediate();
       expect(watcher.look()).toBeNull();
-      expect(reported).toEqual([nowMs - 100]);
+      expect(reported).toEqual(named);
     } finally {
       db.close();
     }
@@ -556,20 +571,30 @@ describe('SqliteStore ids, parking and wake-ups', () => {
     expect(await store.deadLetterList({})).toEqual([]);
   });
 
-  it('wakes in-process subscribers after a submit due within 5 s, and not for a later one', async () => {
+  it('wakes in-process subscribers once per queue and kind of a submit due within 5 s, and not for a later one', async () => {
     const store = await openStore(':memory:');
     const wakeUps: WakeUp[] = [];
     const unsubscribe = await store.subscribe((wakeUp) => wakeUps.push(wakeUp));
     const now = new Date(100_000);
     await store.jobSubmit({ jobs: [spec({ kind: 'later', runAt: 105_001 })], now });
     await store.jobSubmit({
-      jobs: [spec({ kind: 'soon', runAt: 104_000 }), spec({ kind: 'sooner', runAt: 103_000 })],
+      jobs: [
+        spec({ kind: 'soon', runAt: 104_000 }),
+        spec({ kind: 'sooner', runAt: 103_000 }),
+        spec({ kind: 'soon', runAt: 103_500 }),
+        // Beyond the horizon: its kind gets no wake-up of its own.
+        spec({ kind: 'later', runAt: 106_000 }),
+      ],
       now,
     });
-    await expect.poll(() => wakeUps).toEqual([{ runAt: new Date(103_000) }]);
+    await expect.poll(() => wakeUps.length).toBe(2);
+    expect(wakeUps).toEqual([
+      { runAt: new Date(103_500), queue: 'default', kind: 'soon' },
+      { runAt: new Date(103_000), queue: 'default', kind: 'sooner' },
+    ]);
     await unsubscribe();
     await store.jobSubmit({ jobs: [spec({ kind: 'unheard' })], now });
     await Promise.resolve();
-    expect(wakeUps).toHaveLength(1);
+    expect(wakeUps).toHaveLength(2);
   });
 });

@@ -1,6 +1,6 @@
 /** Wake-up payloads (decision 0025): what a NOTIFY names, and whom it concerns. */
 import { describe, expect, it } from 'vitest';
-import { parseWakeUpPayload, wakeUpConcerns } from '../../src/store/wake-up.js';
+import { MAX_NAMED_WAKE_UPS, parseWakeUpPayload, wakeUpConcerns, wakeUpsFor } from '../../src/store/wake-up.js';
 
 describe('parseWakeUpPayload', () => {
   it('reads a named payload: run time, queue and kind', () => {
@@ -41,5 +41,39 @@ describe('wakeUpConcerns', () => {
     expect(wakeUpConcerns(named, ['emails'], null)).toBe(true);
     expect(wakeUpConcerns({ runAt: null }, ['reports'], ['report'])).toBe(true);
     expect(wakeUpConcerns({ runAt: new Date(0) }, ['reports'], ['report'])).toBe(true);
+  });
+});
+
+describe('wakeUpsFor', () => {
+  it('names each queue and kind once, with its earliest run time', () => {
+    expect(
+      wakeUpsFor([
+        { queue: 'q', kind: 'a', runAtMs: 30 },
+        { queue: 'q', kind: 'b', runAtMs: 20 },
+        { queue: 'q', kind: 'a', runAtMs: 10 },
+        { queue: 'r', kind: 'a', runAtMs: 40 },
+      ]),
+    ).toEqual([
+      { runAt: new Date(10), queue: 'q', kind: 'a' },
+      { runAt: new Date(20), queue: 'q', kind: 'b' },
+      { runAt: new Date(40), queue: 'r', kind: 'a' },
+    ]);
+    expect(wakeUpsFor([])).toEqual([]);
+  });
+
+  it('names nothing past MAX_NAMED_WAKE_UPS groups: one wake-up with the earliest of all', () => {
+    const groups = (count: number) =>
+      Array.from({ length: count }, (_, i) => ({ queue: 'q', kind: `k${i}`, runAtMs: 100 - i }));
+    expect(wakeUpsFor(groups(MAX_NAMED_WAKE_UPS))).toHaveLength(MAX_NAMED_WAKE_UPS);
+    expect(wakeUpsFor(groups(MAX_NAMED_WAKE_UPS + 1))).toEqual([{ runAt: new Date(100 - MAX_NAMED_WAKE_UPS) }]);
+  });
+
+  it('keeps apart a queue and kind that would read alike joined by a separator', () => {
+    expect(
+      wakeUpsFor([
+        { queue: 'a/b', kind: 'c', runAtMs: 1 },
+        { queue: 'a', kind: 'b/c', runAtMs: 2 },
+      ]),
+    ).toHaveLength(2);
   });
 });

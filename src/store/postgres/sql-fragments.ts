@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import { JOB_COLUMNS, type JobColumn } from '../job-columns.js';
+import { MAX_NAMED_WAKE_UPS } from '../wake-up.js';
 import { JOB_COLUMN_TYPES, JOB_TIMESTAMP_COLUMNS } from './job-row.js';
 
 /** Anything that runs a parameterised query: a `pg.Pool`, a pooled client or a plain client. */
@@ -139,13 +140,6 @@ export function errorEntry(attempt: string, message: string, kind: string, detai
 export function epochMsText(expression: string): string {
   return `floor(extract(epoch FROM ${expression}) * 1000)::bigint::text`;
 }
-
-/**
- * Most (queue, kind) groups one statement's wake-ups name one by one; a statement whose jobs span
- * more sends a single wake-up naming neither (every worker looks), so a batch of many kinds never
- * costs a NOTIFY per kind.
- */
-export const MAX_NAMED_WAKE_UPS = 8;
 
 /**
  * A `wake` CTE's body: NOTIFYs for the rows of `source` (columns run_at, queue, kind) that pass

@@ -8,13 +8,17 @@
  * commits, costing about a microsecond when nothing changed. Only then does it read the jobs id
  * sequence (AUTOINCREMENT's high-water mark, moved by inserts and never by updates or deletes),
  * so other processes' completions, heartbeats and claims wake nobody; and only when that moved
- * does it read the earliest run time of the new pending rows, one rowid range, and hand it on.
+ * does it read the earliest run time of each queue and kind among the new pending rows, one rowid
+ * range, and hand on the wake-ups they make (wakeUpsFor: named, as PostgreSQL's NOTIFY, so the
+ * workers of other kinds and queues sleep on; decision 0025).
  *
  * A hint, as the Store contract says: a watcher that misses a change (a tick that fails) costs
  * latency, never a job, because workers still poll. Other processes' retries, releases and dead
  * letters sent back keep their ids, so they move no sequence and are still found by polling.
  */
 import type Database from 'better-sqlite3';
+import type { WakeUp } from '../store.js';
+import { type WakeUpGroup, wakeUpsFor } from '../wake-up.js';
 
 /** How often a store with subscribers looks for other processes' commits. */
 export const FOREIGN_SUBMIT_WATCH_MS = 5;
@@ -23,8 +27,8 @@ export const FOREIGN_SUBMIT_WATCH_MS = 5;
 export interface ForeignSubmitReads {
   /** The jobs id sequence's high-water mark (0 before the first insert). */
   idHighWater(): number;
-  /** The earliest run_at (epoch ms) among pending jobs with after < id <= upto, or null. */
-  earliestPendingBetween(after: number, upto: number): number | null;
+  /** The earliest run_at (epoch ms) of each queue and kind among pending jobs with after < id <= upto. */
+  pendingGroupsBetween(after: number, upto: number): WakeUpGroup[];
 }
 
 /** Polls for other connections' commits while started; see the file header. */
@@ -37,8 +41,8 @@ export class ForeignSubmitWatcher {
   constructor(
     db: Database.Database,
     private readonly reads: ForeignSubmitReads,
-    /** Told the earliest run time of the jobs other processes inserted since the last look. */
-    private readonly onSubmitted: (earliestRunAtMs: number) => void,
+    /** Told the wake-ups of the jobs other processes inserted since the last look. */
+    private readonly onSubmitted: (wakeUps: WakeUp[]) => void,
   ) {
     this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   }
@@ -65,19 +69,20 @@ export class ForeignSubmitWatcher {
 
   /**
    * One look (the timer's tick): nothing read beyond data_version unless another connection
-   * committed. Returns the earliest run time it reported, or null when it reported nothing.
+   * committed. Returns the wake-ups it reported, or null when it reported nothing.
    */
-  look(): number | null {
+  look(): WakeUp[] | null {
     try {
       const version = this.dataVersion.get() as number;
       if (version === this.seenDataVersion) return null;
       this.seenDataVersion = version;
       const highWater = this.reads.idHighWater();
       if (highWater === this.seenHighWater) return null;
-      const earliest = this.reads.earliestPendingBetween(this.seenHighWater, highWater);
+      const wakeUps = wakeUpsFor(this.reads.pendingGroupsBetween(this.seenHighWater, highWater));
       this.seenHighWater = highWater;
-      if (earliest !== null) this.onSubmitted(earliest);
-      return earliest;
+      if (wakeUps.length === 0) return null;
+      this.onSubmitted(wakeUps);
+      return wakeUps;
     } catch {
       // A hint is best-effort by contract: the workers' polls still find every job.
       return null;

@@ -28,6 +28,7 @@ import type {
   SubmitResult,
 } from '../store.js';
 import { parseJobId, type QueueCountsRow, queueStatsOf } from '../store-params.js';
+import type { WakeUpGroup } from '../wake-up.js';
 import { attemptErrorJson, type JobRow } from './job-row.js';
 
 /** Live states: the jobs a claim may hand out once due. Spelt out in SQL so partial indexes match. */
@@ -298,13 +299,16 @@ export const JOB_PRUNE_BATCH = `
 export const JOB_ID_HIGH_WATER = `SELECT seq FROM sqlite_sequence WHERE name = 'jobs'`;
 
 /**
- * The earliest run time among pending jobs inserted in an id range: a rowid range scan over the
- * newly inserted rows only.
- * Parameters: :after, :upto (after < id <= upto). Result: one integer, or NULL when none is pending.
- * PostgreSQL: not needed; NOTIFY carries the run time.
+ * The earliest run time of each queue and kind among pending jobs inserted in an id range: a rowid
+ * range scan over the newly inserted rows only.
+ * Parameters: :after, :upto (after < id <= upto). Result: rows { queue, kind, run_at }, none when
+ * nothing there is pending.
+ * PostgreSQL: not needed; NOTIFY carries the run time, queue and kind.
  */
-export const JOB_EARLIEST_PENDING_BETWEEN = `
-  SELECT min(run_at) FROM jobs WHERE id > :after AND id <= :upto AND state = 'pending'`;
+export const JOB_PENDING_GROUPS_BETWEEN = `
+  SELECT queue, kind, min(run_at) AS run_at FROM jobs
+  WHERE id > :after AND id <= :upto AND state = 'pending'
+  GROUP BY queue, kind`;
 
 /**
  * The earliest pending run time in one (queue, kind, priority): one seek to the head of its range.
@@ -435,7 +439,9 @@ function prepareJobStatements(db: Database.Database) {
     firstPendingRunAt: db.prepare(JOB_FIRST_PENDING_RUN_AT).pluck(),
     nextLeaseEnd: db.prepare(JOB_NEXT_LEASE_END).pluck(),
     idHighWater: db.prepare(JOB_ID_HIGH_WATER).pluck(),
-    earliestPendingBetween: db.prepare(JOB_EARLIEST_PENDING_BETWEEN).pluck(),
+    pendingGroupsBetween: db.prepare<{ after: number; upto: number }, { queue: string; kind: string; run_at: number }>(
+      JOB_PENDING_GROUPS_BETWEEN,
+    ),
     deadRetry: db.prepare(DEAD_RETRY),
     deadDelete: db.prepare(DEAD_DELETE),
     deadPurge: db.prepare(DEAD_PURGE),
@@ -468,9 +474,11 @@ export class SqliteJobQueries {
     return (this.stmt.idHighWater.get() as number | undefined) ?? 0;
   }
 
-  /** The earliest run_at among pending jobs with after < id <= upto (JOB_EARLIEST_PENDING_BETWEEN), or null. */
-  earliestPendingBetween(after: number, upto: number): number | null {
-    return (this.stmt.earliestPendingBetween.get({ after, upto }) as number | null | undefined) ?? null;
+  /** The earliest run_at of each queue and kind among pending jobs with after < id <= upto (JOB_PENDING_GROUPS_BETWEEN). */
+  pendingGroupsBetween(after: number, upto: number): WakeUpGroup[] {
+    return this.stmt.pendingGroupsBetween
+      .all({ after, upto })
+      .map((row) => ({ queue: row.queue, kind: row.kind, runAtMs: row.run_at }));
   }
 
   /**

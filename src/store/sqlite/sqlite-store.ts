@@ -110,6 +110,7 @@ import {
   positiveMs,
   STALE_FAILURE,
 } from '../store-params.js';
+import { wakeUpsFor } from '../wake-up.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import { SqliteClaimQueries } from './claim-queries.js';
 import { SqliteDashboardQueries } from './dashboard-queries.js';
@@ -173,7 +174,7 @@ export class SqliteStore implements Store {
     this.schedules = new SqliteScheduleQueries(db);
     this.workers = new SqliteWorkerQueries(db);
     this.foreignSubmits = watchOtherProcesses
-      ? new ForeignSubmitWatcher(db, this.jobs, (earliestMs) => this.notify(earliestMs, this.clock(undefined)))
+      ? new ForeignSubmitWatcher(db, this.jobs, (wakeUps) => this.tell(wakeUps, this.clock(undefined)))
       : undefined;
   }
 
@@ -230,8 +231,19 @@ export class SqliteStore implements Store {
   }
 
   private notify(earliestMs: number | null, nowMs: number): void {
-    if (earliestMs === null || earliestMs > nowMs + WAKE_UP_HORIZON_MS || this.listeners.size === 0) return;
-    const wakeUp: WakeUp = { runAt: new Date(earliestMs) };
+    if (earliestMs !== null) this.tell([{ runAt: new Date(earliestMs) }], nowMs);
+  }
+
+  /** Tells every listener each wake-up due within the horizon. */
+  private tell(wakeUps: readonly WakeUp[], nowMs: number): void {
+    if (this.listeners.size === 0) return;
+    for (const wakeUp of wakeUps) {
+      if (wakeUp.runAt !== null && wakeUp.runAt.getTime() > nowMs + WAKE_UP_HORIZON_MS) continue;
+      this.tellEach(wakeUp);
+    }
+  }
+
+  private tellEach(wakeUp: WakeUp): void {
     for (const listener of this.listeners) {
       // Asynchronous, after the commit: a listener that claims at once must see the new rows,
       // and a throwing listener must not fail the write that already committed.
@@ -257,11 +269,16 @@ export class SqliteStore implements Store {
     assertBatchKeysAgree(params.jobs);
     // An IdempotencyConflictError thrown inside rolls the whole transaction back: nothing of the
     // batch is written (better-sqlite3 rolls back a transaction function that throws).
-    const { results, nowMs, earliestMs } = this.write(() => {
+    const { results, nowMs } = this.write(() => {
       const nowMs = this.clock(params.now);
       return { nowMs, ...this.jobs.submit(params.jobs, nowMs) };
     });
-    this.notify(earliestMs, nowMs);
+    // Named by queue and kind, so this process's workers of others sleep on (decision 0025).
+    const created = params.jobs.flatMap((spec, i) => {
+      const result = results[i]!;
+      return result.created ? [{ queue: spec.queue, kind: spec.kind, runAtMs: result.runAt.getTime() }] : [];
+    });
+    this.tell(wakeUpsFor(created), nowMs);
     return results;
   }
 
