@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { Docket } from '../src/docket.js';
 import type { ClaimedJob } from '../src/job/job.js';
 import type { WorkerOptions } from '../src/worker/worker-options.js';
-import { databaseUrl, dropDatabase, hostNowMs, recreateDatabase, scratchName, withAdmin } from './pg-admin.js';
+import { databaseUrl, dropDatabase, hostNowMs, recreateDatabase, scratchName, xactCommits } from './pg-admin.js';
 import { distribution } from './stats.js';
 
 const KIND = 'bench.noop';
@@ -74,11 +74,8 @@ async function idleChild(): Promise<void> {
 
 /** The database's committed transactions so far, read after `settleMs`. */
 async function committedTransactions(settleMs: number): Promise<number> {
-  return withAdmin(async (client) => {
-    await new Promise((r) => setTimeout(r, settleMs));
-    const result = await client.query('SELECT xact_commit FROM pg_stat_database WHERE datname = $1', [DB]);
-    return Number(result.rows[0]?.xact_commit ?? 0);
-  });
+  await new Promise((r) => setTimeout(r, settleMs));
+  return xactCommits(DB);
 }
 
 async function child(): Promise<void> {

@@ -40,17 +40,27 @@ export interface WakeUpGroup {
  * with the earliest of all. Whether a wake-up is due soon enough to send is the caller's rule.
  */
 export function wakeUpsFor(groups: Iterable<WakeUpGroup>): WakeUp[] {
-  const earliest = new Map<string, WakeUpGroup>();
+  // Queue, then kind: no key string built per job (a SQLite submit calls this for every batch).
+  const earliest = new Map<string, Map<string, WakeUpGroup>>();
+  const named: WakeUpGroup[] = [];
   let first: number | null = null;
   for (const group of groups) {
-    const key = JSON.stringify([group.queue, group.kind]);
-    const seen = earliest.get(key);
-    if (!seen || group.runAtMs < seen.runAtMs) earliest.set(key, group);
+    let ofQueue = earliest.get(group.queue);
+    if (!ofQueue) {
+      ofQueue = new Map();
+      earliest.set(group.queue, ofQueue);
+    }
+    const seen = ofQueue.get(group.kind);
+    if (!seen) named.push(group);
+    if (!seen || group.runAtMs < seen.runAtMs) ofQueue.set(group.kind, group);
     if (first === null || group.runAtMs < first) first = group.runAtMs;
   }
   if (first === null) return [];
-  if (earliest.size > MAX_NAMED_WAKE_UPS) return [{ runAt: new Date(first) }];
-  return [...earliest.values()].map(({ queue, kind, runAtMs }) => ({ runAt: new Date(runAtMs), queue, kind }));
+  if (named.length > MAX_NAMED_WAKE_UPS) return [{ runAt: new Date(first) }];
+  return named.map(({ queue, kind }) => {
+    const { runAtMs } = earliest.get(queue)!.get(kind)!;
+    return { runAt: new Date(runAtMs), queue, kind };
+  });
 }
 
 /** Reads a NOTIFY payload; never throws (a hint that cannot be read is "look again"). */

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../src/http/server.js';
 import { createServerLogger } from '../../src/http/server-logger.js';
-import type { Store } from '../../src/store/store.js';
+import { countCalls } from '../support/store-calls.js';
 import { runSqlScript, storeKinds, type TestDatabase } from '../support/stores.js';
 import { startTestServer, type TestServer, TOKENS } from './http-support.js';
 
@@ -44,19 +44,6 @@ async function forgetLastClaim(db: TestDatabase, id: string): Promise<void> {
     `UPDATE ${jobs} SET state = 'pending', token = token - 1, attempts = attempts - 1, lease_owner = NULL,
        lease_until = NULL WHERE id = ${Number(id)}`,
   );
-}
-
-/** Counts calls to one of a store's methods until `restore()` puts the original back. */
-function countCalls(store: Store, method: 'jobClaim' | 'jobGet') {
-  const original = store[method];
-  const counter = { count: 0, restore: () => Object.assign(store, { [method]: original }) };
-  Object.assign(store, {
-    [method]: (...args: unknown[]) => {
-      counter.count += 1;
-      return (original as (...args: unknown[]) => unknown).apply(store, args);
-    },
-  });
-  return counter;
 }
 
 /** A remote worker that speaks only HTTP, as a Python or Go worker would. */

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Docket } from '../../src/index.js';
+import { countCalls } from '../support/store-calls.js';
 import { storeKinds } from '../support/stores.js';
 import { eventually, useInProcessDockets } from './support/suite-fixtures.js';
 
@@ -19,18 +20,6 @@ function done(docket: Docket, id: string, what: string) {
     5_000,
     what,
   );
-}
-
-/** Counts the claims the docket's workers send. */
-function countClaims(docket: Docket): { claims: number } {
-  const counter = { claims: 0 };
-  const store = docket.store;
-  const jobClaim = store.jobClaim.bind(store);
-  store.jobClaim = (params) => {
-    counter.claims += 1;
-    return jobClaim(params);
-  };
-  return counter;
 }
 
 describe.each(storeKinds())('wake-ups on %s', (kind) => {
@@ -45,34 +34,34 @@ describe.each(storeKinds())('wake-ups on %s', (kind) => {
     // Another service's worker (another kind), and the same kind's worker of another queue.
     const reports = await open();
     reports.handle('wr.report', async () => {});
-    const reportsClaims = countClaims(reports);
+    const reportsClaims = countCalls(reports.store, 'jobClaim');
     await reports.worker({ ...SLOW_POLL, queues: ['wr.emails'] }).start();
     const otherQueue = await open();
     otherQueue.handle('wr.send', async () => {});
-    const otherQueueClaims = countClaims(otherQueue);
+    const otherQueueClaims = countCalls(otherQueue.store, 'jobClaim');
     await otherQueue.worker({ ...SLOW_POLL, queues: ['wr.other'] }).start();
     // Each worker's first claim goes out just after start: count from after it.
     for (const counter of [reportsClaims, otherQueueClaims])
       await eventually(
-        async () => counter.claims,
+        async () => counter.count,
         (claims) => claims >= 1,
         5_000,
         'first claim',
       );
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const atStart = { reports: reportsClaims.claims, otherQueue: otherQueueClaims.claims };
+    const atStart = { reports: reportsClaims.count, otherQueue: otherQueueClaims.count };
 
     for (let i = 0; i < 20; i += 1) {
       const { id } = await sender.submit({ kind: 'wr.send', queue: 'wr.emails' });
       // Each job is started by its own wake-up: the emails worker polls once a minute.
       await done(sender, id, `send job ${i}`);
     }
-    expect(reportsClaims.claims - atStart.reports, "the reports worker's claims for 20 emails").toBe(0);
-    expect(otherQueueClaims.claims - atStart.otherQueue, "the other queue's worker's claims").toBe(0);
+    expect(reportsClaims.count - atStart.reports, "the reports worker's claims for 20 emails").toBe(0);
+    expect(otherQueueClaims.count - atStart.otherQueue, "the other queue's worker's claims").toBe(0);
 
     // A job of its own kind still wakes the reports worker at once.
     const { id } = await sender.submit({ kind: 'wr.report', queue: 'wr.emails' });
     await done(sender, id, 'report job');
-    expect(reportsClaims.claims - atStart.reports).toBeGreaterThanOrEqual(1);
+    expect(reportsClaims.count - atStart.reports).toBeGreaterThanOrEqual(1);
   });
 });

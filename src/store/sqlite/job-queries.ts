@@ -484,10 +484,9 @@ export class SqliteJobQueries {
   /**
    * Inserts a batch, answering a live job of the same (queue, kind) and key instead of inserting;
    * throws IdempotencyConflictError when that job's payload differs (the caller's transaction
-   * then rolls the whole batch back). Returns the earliest inserted run time, for the wake-up.
+   * then rolls the whole batch back). The store names the wake-ups from the results (wakeUpsFor).
    */
-  submit(jobs: readonly JobSpec[], nowMs: number): { results: SubmitResult[]; earliestMs: number | null } {
-    let earliestMs: number | null = null;
+  submit(jobs: readonly JobSpec[], nowMs: number): { results: SubmitResult[] } {
     const results = jobs.map((spec, index): SubmitResult => {
       if (spec.idempotencyKey !== null) {
         // Also finds a job inserted earlier in this batch: a repeated key maps to the first
@@ -520,10 +519,9 @@ export class SqliteJobQueries {
         now: nowMs,
       });
       if (!row) throw new Error('INSERT … RETURNING returned no row');
-      if (earliestMs === null || row.run_at < earliestMs) earliestMs = row.run_at;
       return { id: String(row.id), created: true, runAt: new Date(row.run_at) };
     });
-    return { results, earliestMs };
+    return { results };
   }
 
   /** Moves a job from jobs to dead_jobs with one more error entry. */
