@@ -48,6 +48,7 @@ describe.each(storeKinds())('docket migrate on %s', (kind) => {
         kind === 'sqlite'
           ? []
           : [
+              'claim_merge_due',
               'claim_pending',
               'claim_searching',
               'insert_jobs',

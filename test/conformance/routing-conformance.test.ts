@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictError, ValidationError } from '../../src/job/errors.js';
+import { seededRandom } from '../../src/retry/random.js';
 import type { Store, WorkerRegistration } from '../../src/store/store.js';
 import { conformanceStoreKinds, createTestDatabase, type TestDatabase } from '../support/stores.js';
 import { spec, submitOne, t, useConformanceDatabase } from './conformance-helpers.js';
@@ -33,6 +34,61 @@ describe.each(conformanceStoreKinds())('%s store: routing conformance', (storeKi
   }
 
   describe('kind-aware claims', () => {
+    it('hands out exactly the best n by (priority, run_at, id) over random backlogs of every shape, claim after claim', async () => {
+      // Shapes on both sides of each store's paths (decision 0026): one (kind, priority), fewer
+      // than the claim's limit (merged), as many or more (PostgreSQL: ranked and bounded); some
+      // rows not yet due, some kinds not claimed. Seeded: DOCKET_SEED replays a run.
+      const seed = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
+      const random = seededRandom(seed);
+      const pick = (n: number) => Math.floor(random() * n);
+      for (let backlog = 0; backlog < 6; backlog += 1) {
+        const q = nextQueue();
+        const kinds = 1 + pick(backlog < 3 ? 4 : 40);
+        const priorities = 1 + pick(4);
+        const rows = 50 + pick(300);
+        const submitted = await store.jobSubmit({
+          now: t(0),
+          jobs: Array.from({ length: rows }, () =>
+            spec({
+              kind: `k${pick(kinds)}`,
+              queue: q,
+              priority: pick(priorities),
+              // Mostly due by t(1), a tenth later; ties of run_at are common (then ordered by id).
+              runAt: new Date(1000 + (random() < 0.1 ? 1 + pick(1000) : -pick(200))),
+            }),
+          ),
+        });
+        const byId = new Map(submitted.map((result, i) => [result.id, i]));
+        const claimedKinds = Array.from({ length: kinds }, (_, k) => `k${k}`).filter(() => random() < 0.8);
+        const pending = await store.jobList({ queue: q, states: ['pending'], limit: 1000 });
+        const due = pending
+          .filter((job) => job.runAt.getTime() <= 1000 && claimedKinds.includes(job.kind))
+          .sort(
+            (a, b) =>
+              a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || Number(BigInt(a.id) - BigInt(b.id)),
+          );
+        for (let round = 0, taken = 0; round < 40; round += 1) {
+          const limit = 1 + pick(random() < 0.5 ? 8 : 120);
+          const jobs = await store.jobClaim({
+            owner: 'w',
+            limit,
+            leaseMs: LEASE_MS,
+            queues: [q],
+            now: t(1),
+            kinds: claimedKinds,
+          });
+          const expected = due.slice(taken, taken + limit).map((job) => job.id);
+          expect(
+            jobs.map((job) => job.id),
+            `seed ${seed}, backlog ${backlog}, round ${round}, limit ${limit}`,
+          ).toEqual(expected);
+          expect(jobs.every((job) => byId.has(job.id))).toBe(true);
+          taken += jobs.length;
+          if (jobs.length === 0) break;
+        }
+      }
+    });
+
     it('never hands out a kind outside `kinds`, and leaves the others pending', async () => {
       const q = nextQueue();
       await store.jobSubmit({

@@ -127,6 +127,11 @@ describe('PostgresStore: routing', () => {
     const params = [T0, 'w', 10, 1000, null, ['mine'], [], true];
     const c = await client();
     await c.query('BEGIN');
+    // Once first, undone: the session's first call plans the merge function's cursor (two triples
+    // of 'mine'), reading catalog pages that are not the claim's.
+    await c.query('SAVEPOINT warm');
+    await c.query(store.claimQueries.claimSql, params);
+    await c.query('ROLLBACK TO SAVEPOINT warm');
     const result = await c.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
       params,
@@ -187,7 +192,7 @@ describe('PostgresStore: routing', () => {
     await c.query('ROLLBACK');
     const nodes = flattenPlan(result.rows[0]!['QUERY PLAN'][0].Plan);
     const rangeScan = nodes.find(
-      (node) => node['Index Name'] === 'jobs_pending_kind_claim_idx' && /run_at <=/.test(node['Index Cond'] ?? ''),
+      (node) => node['Node Type'] === 'Index Scan' && node['Index Name'] === 'jobs_pending_kind_claim_idx',
     );
     const probe = nodes.find(
       (node) => node['Node Type'] === 'Index Only Scan' && node['Index Name'] === 'jobs_pending_kind_claim_idx',
@@ -202,6 +207,153 @@ describe('PostgresStore: routing', () => {
     const claimed = await store.jobClaim({ owner: 'w', limit: 10, leaseMs: 1000, now: T0, kinds: ['k'] });
     expect(claimed.map((job) => Number(job.id))).toEqual(claimed.map((_, i) => Number(claimed[0]!.id) + i));
     expect(claimed[0]!.runAt.getTime()).toBe(T0.getTime() - (30_000 - 20_001));
+  });
+
+  it('claims the best n of many kinds and priorities while locking only the candidates that can make the cut', async () => {
+    const store = await open();
+    const s = `"${store.schema}"`;
+    // 60 kinds interleaved in time (row g is kind g % 60, due g ms before T0's last 1,200 ms), and
+    // one kind spread over 30 priorities: 90 triples, 1,800 due rows.
+    await store.db.query(
+      `INSERT INTO ${s}.jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'kind.' || (g % 60), 'default', 'null'::jsonb, 10, 'pending', $1::timestamptz - ((1200 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(0, 1199) g
+       UNION ALL
+       SELECT 'ranked', 'default', 'null'::jsonb, (g % 30)::smallint, 'pending', $1::timestamptz - ((600 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(0, 599) g
+       UNION ALL
+       SELECT 'few.' || (g % 5), 'default', 'null'::jsonb, 20, 'pending', $1::timestamptz - ((200 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(0, 199) g
+       UNION ALL
+       SELECT 'fill.' || (g / 40), 'default', 'null'::jsonb, 20, 'pending', $1::timestamptz - ((200 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(0, 199) g`,
+      [T0],
+    );
+    await store.db.query(`ANALYZE ${s}.jobs`);
+    // The rows a claim holds until it commits (those it takes and any other candidate it locked):
+    // what another claimer's SKIP LOCKED cannot see while the claim's transaction is open.
+    const lockedBy = async (limit: number, kinds: string[]): Promise<number> => {
+      const [claimer, other] = [await client(), await client()];
+      await claimer.query('BEGIN');
+      try {
+        const claimed = await claimer.query(store.claimQueries.claimPendingOnlySql, [
+          T0,
+          'w',
+          limit,
+          1000,
+          null,
+          kinds,
+          [],
+        ]);
+        expect(claimed.rows).toHaveLength(limit);
+        const free = await other.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${s}.jobs WHERE state = 'pending' AND kind = ANY($1) FOR UPDATE SKIP LOCKED) f`,
+          [kinds],
+        );
+        const all = await other.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM ${s}.jobs WHERE state = 'pending' AND kind = ANY($1)`,
+          [kinds],
+        );
+        return all.rows[0]!.n - free.rows[0]!.n;
+      } finally {
+        await claimer.query('ROLLBACK');
+      }
+    };
+    const interleaved = Array.from({ length: 60 }, (_, k) => `kind.${k}`);
+    // The first kind's 10 rows, then each other kind's range up to the 10th kind's first row holds
+    // one row: 19 locks, not 60 kinds × 10.
+    expect(await lockedBy(10, interleaved)).toBe(19);
+    // Priorities: the triple ranked r can place at most 10 - r + 1 rows: 10 + 9 + … + 1, not 30 × 10.
+    expect(await lockedBy(10, ['ranked'])).toBe(55);
+    // Fewer triples than the claim's limit: merged (decision 0026), each row locked as it is taken.
+    // 5 kinds interleaved (40 rows each): the 50 taken, and the next row of the 4 kinds not taken last.
+    const few = Array.from({ length: 5 }, (_, k) => `few.${k}`);
+    expect(await lockedBy(50, few)).toBe(54);
+    // 5 kinds one after another: the first kind's 40 rows, the second's first 10; the rest never opened.
+    const fill = Array.from({ length: 5 }, (_, k) => `fill.${k}`);
+    expect(await lockedBy(50, fill)).toBe(50);
+    for (const kinds of [few, fill]) {
+      const best = await store.db.query<{ id: string }>(
+        `SELECT j.id::text AS id FROM ${s}.jobs j WHERE j.state = 'pending' AND j.kind = ANY($1) ORDER BY j.priority, j.run_at, j.id LIMIT 50`,
+        [kinds],
+      );
+      const merged = await store.jobClaim({
+        owner: 'w',
+        limit: 50,
+        leaseMs: 1000,
+        now: T0,
+        kinds,
+        includeLapsed: false,
+      });
+      expect(merged.map((job) => job.id)).toEqual(best.rows.map((row) => row.id));
+    }
+    // And the claim hands out the best 10 of them all by (priority, run_at, id), as before.
+    const expected = await store.db.query<{ id: string }>(
+      `SELECT j.id::text AS id FROM ${s}.jobs j WHERE j.state = 'pending' ORDER BY j.priority, j.run_at, j.id LIMIT 10`,
+    );
+    const claimed = await store.jobClaim({ owner: 'w', limit: 10, leaseMs: 1000, now: T0, includeLapsed: false });
+    expect(claimed.map((job) => job.id)).toEqual(expected.rows.map((row) => row.id));
+    expect(claimed.map((job) => `${job.kind}/${job.priority}`)).toEqual(Array(10).fill('ranked/0'));
+    const next = await store.db.query<{ id: string }>(
+      `SELECT j.id::text AS id FROM ${s}.jobs j WHERE j.state = 'pending' AND j.kind LIKE 'kind.%' ORDER BY j.run_at, j.id LIMIT 25`,
+    );
+    const ofKinds = await store.jobClaim({ owner: 'w', limit: 25, leaseMs: 1000, now: T0, kinds: interleaved });
+    expect(ofKinds.map((job) => job.id)).toEqual(next.rows.map((row) => row.id));
+  });
+
+  it('fills a claim that races another for the same first rows from the rows behind them', async () => {
+    const store = await open();
+    const s = `"${store.schema}"`;
+    await store.db.query(
+      `INSERT INTO ${s}.jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'kind', 'default', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((100 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(0, 99) g`,
+      [T0],
+    );
+    await store.db.query(
+      `INSERT INTO ${s}.jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'many.' || (g % 20), 'other', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((600 - g) || ' ms')::interval,
+              5, '{}'::jsonb, $1::timestamptz
+       FROM generate_series(0, 599) g`,
+      [T0],
+    );
+    await store.db.query(`ANALYZE ${s}.jobs`);
+    // Two claimers whose statements saw the same first rows: the first holds its claim open (its
+    // transaction not yet committed), the second skips those rows and must still fill its own.
+    for (const [queue, limit] of [
+      ['default', 1],
+      ['default', 10],
+      ['other', 1],
+      ['other', 10],
+      ['other', 100],
+    ] as const) {
+      const [first, second] = [await client(), await client()];
+      await first.query('BEGIN');
+      try {
+        const params = (owner: string) => [T0, owner, limit, 1000, [queue], null, []];
+        // A claim that leases nothing answers one all-NULL row (claimOrDefer reads it as none).
+        const claimedBy = async (c: pg.Client, owner: string) =>
+          (await c.query<{ id: string | null }>(store.claimQueries.claimPendingOnlySql, params(owner))).rows
+            .map((row) => row.id)
+            .filter((id) => id !== null);
+        const held = await claimedBy(first, 'first');
+        const raced = await claimedBy(second, 'second');
+        expect(held, `${queue}, ${limit}`).toHaveLength(limit);
+        expect(raced, `${queue}, ${limit}: the racing claim`).toHaveLength(limit);
+        expect(raced.filter((id) => held.includes(id))).toEqual([]);
+      } finally {
+        await first.query('ROLLBACK');
+        await store.db.query(
+          `UPDATE ${s}.jobs SET state = 'pending', lease_owner = NULL, lease_until = NULL WHERE queue = $1`,
+          [queue],
+        );
+      }
+    }
   });
 
   it('searches lapsed leases with plain index scans only when asked, and claims without reading the running index otherwise', async () => {

@@ -81,6 +81,7 @@ describe('PostgresStore: stored hot statements', () => {
     const connection = await client();
     const names = await functionNames(connection, schema);
     expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual([
+      'claim_merge_due',
       'claim_pending',
       'claim_searching',
       'complete_delete_jobs',
@@ -155,6 +156,23 @@ describe('PostgresStore: stored hot statements', () => {
     expect(claimPlan[0]).toMatch(/Index Only Scan using jobs_pending_kind_claim_idx/);
     expect(claimPlan[0]).toMatch(/Index Scan using jobs_pending_kind_claim_idx/);
     expect(claimPlan[0]).toMatch(/Index Scan using jobs_pkey on jobs j_3 [^\n]*\n\s+Index Cond: \(id = c_1\.id\)/);
+
+    // A second kind pending, so fewer triples than the claim's limit: the claim merges them
+    // (decision 0026), and each triple's cursor range-scans the claim index like the claim's own scans.
+    await connection.query(
+      `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, max_attempts, retry_policy, created_at)
+       SELECT 'k2', 'default', '{}', 'pending', now() - interval '2 hours', 3, '{"kind":"fixed","delayMs":1000}', now()
+       FROM generate_series(1, 5)`,
+    );
+    plans.length = 0;
+    const merged = await claims.claimOrDefer(connection, claimParams);
+    expect(merged.jobs.map((job) => job.kind)).toEqual([...Array(5).fill('k2'), ...Array(5).fill('k')]);
+    const cursorPlans = nestedPlans(plans, '$1[opening]');
+    expect(cursorPlans, 'one cursor per triple opened').toHaveLength(2);
+    for (const plan of cursorPlans) {
+      expect(plan).not.toMatch(/Seq Scan on jobs|Bitmap|Hash|Sort/);
+      expect(plan).toMatch(/Index Scan using jobs_pending_kind_claim_idx/);
+    }
 
     // The insert reads no table: its plan is the input's function scans, whatever the table holds
     // (a key is checked by the unique index's insertion, not by a scan).

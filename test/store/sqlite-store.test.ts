@@ -225,6 +225,10 @@ describe('SqliteStore claim plan', () => {
       expect(plan(claimSql.JOB_DUE_PENDING, params), context).toEqual([
         'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority=? AND run_at<?)',
       ]);
+      // Reading on from a row (the merge of one priority's triples, decision 0026) enters the same range at its run_at.
+      expect(plan(claimSql.JOB_DUE_PENDING_AFTER, { ...params, after_run_at: 50_000, after_id: 7 }), context).toEqual([
+        'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority=? AND run_at>? AND run_at<?)',
+      ]);
       expect(plan(jobSql.JOB_DUE_PENDING_COUNT, params), context).toEqual([
         'SEARCH jobs USING COVERING INDEX jobs_pending_kind_claim (queue=? AND kind=? AND priority=? AND run_at<?)',
       ]);

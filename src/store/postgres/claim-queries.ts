@@ -39,6 +39,9 @@ const NEEDS_TRANSACTION_AT = JOB_COLUMNS.length;
  */
 const MAX_PARKED_PER_CLAIM = 1000;
 
+/** The largest job id (bigint): with the claim's instant, the bound `(run_at, id) <= (now, MAX_JOB_ID)` is `run_at <= now`. */
+const MAX_JOB_ID = '9223372036854775807';
+
 /** The claim SQL for one schema, and the code that runs it on any {@link Queryable}. */
 export class PostgresClaimQueries {
   private readonly sql: ReturnType<typeof buildClaimSql>;
@@ -54,9 +57,21 @@ export class PostgresClaimQueries {
    */
   private readonly claimSearchingStored: StoredStatement;
 
+  /**
+   * The merge of a few triples' due rows (decision 0026), a PL/pgSQL function the claim calls
+   * from its `due` step: created with the claims, named by a hash of its definition like them.
+   */
+  private readonly mergeDueStored: StoredStatement;
+
   constructor(schemaName: string) {
     const schema = quoteIdentifier(schemaName);
-    this.sql = buildClaimSql(schema);
+    this.mergeDueStored = storedStatement(schema, {
+      prefix: 'claim_merge_due',
+      parameterTypes: ['text[]', 'text[]', 'smallint[]', 'timestamptz[]', 'bigint[]', 'timestamptz', 'bigint'],
+      returns: 'id bigint, priority smallint, run_at timestamptz, schedule_id text',
+      plpgsql: mergeDueBody(`${schema}.jobs`),
+    });
+    this.sql = buildClaimSql(schema, `${schema}."${this.mergeDueStored.functionName}"`);
     const parameterTypes = ['timestamptz', 'text', 'bigint', 'double precision', 'text[]', 'text[]', 'text[]'];
     const returns = `${claimedColumnTypes()}, needs_transaction boolean`;
     this.claimPendingStored = storedStatement(schema, {
@@ -75,7 +90,7 @@ export class PostgresClaimQueries {
 
   /** The functions this class calls, for the store to create when it opens (stored-statements.ts). */
   get storedStatements(): readonly StoredStatement[] {
-    return [this.claimPendingStored, this.claimSearchingStored];
+    return [this.mergeDueStored, this.claimPendingStored, this.claimSearchingStored];
   }
 
   /**
@@ -169,7 +184,117 @@ export class PostgresClaimQueries {
   }
 }
 
-function buildClaimSql(s: string) {
+/**
+ * The body of the merge function (parameters: $1 queues, $2 kinds, $3 priorities, $4 first run
+ * times, $5 first ids, the ranked triples' in rank order; $6 the claim's now; $7 its limit): up
+ * to $7 due pending rows of those triples, in (priority, run_at, id) order, each locked (FOR
+ * UPDATE SKIP LOCKED) as it is taken. One cursor per triple, opened only once the triple's first
+ * entry (known from the walk) is the smallest head left, and a binary heap of the open cursors'
+ * heads, so it reads and locks the rows it answers plus at most one more per triple it opened:
+ * a k-way merge, which one SQL statement cannot express (PostgreSQL 15 merges a UNION ALL of
+ * locking subqueries only after reading each of them whole). A cursor's FOR UPDATE SKIP LOCKED
+ * re-checks each row it locks, so a row another claim took since the walk is passed over.
+ */
+function mergeDueBody(jobs: string): string {
+  const key = (slot: string) => `(head_priority[${slot}], head_run_at[${slot}], head_id[${slot}])`;
+  return `
+DECLARE
+  triples int := coalesce(array_length($1, 1), 0);
+  cursors refcursor[];
+  cur refcursor;
+  head_id bigint[];
+  head_priority smallint[];
+  head_run_at timestamptz[];
+  head_schedule text[];
+  heap int[];
+  heap_size int := 0;
+  next_triple int := 1;
+  opening int;
+  slot int;
+  parent int;
+  child int;
+  swap int;
+  row record;
+  taken bigint := 0;
+BEGIN
+  WHILE taken < $7 LOOP
+    -- Open the next unopened triple while its first entry comes before every open head.
+    IF next_triple <= triples AND (heap_size = 0
+        OR ($3[next_triple], $4[next_triple], $5[next_triple]) < ${key('heap[1]')}) THEN
+      opening := next_triple;
+      next_triple := next_triple + 1;
+      cur := NULL;
+      OPEN cur FOR
+        SELECT j.id, j.priority, j.run_at, j.schedule_id FROM ${jobs} j
+        WHERE j.state = 'pending' AND j.queue = $1[opening] AND j.kind = $2[opening] AND j.priority = $3[opening]
+          AND (j.run_at, j.id) >= ($4[opening], $5[opening]) AND j.run_at <= $6
+        ORDER BY j.run_at, j.id
+        FOR UPDATE SKIP LOCKED;
+      FETCH cur INTO row;
+      IF NOT FOUND THEN
+        CLOSE cur;
+        CONTINUE;
+      END IF;
+      cursors[opening] := cur;
+      head_id[opening] := row.id;
+      head_priority[opening] := row.priority;
+      head_run_at[opening] := row.run_at;
+      head_schedule[opening] := row.schedule_id;
+      heap_size := heap_size + 1;
+      slot := heap_size;
+      heap[slot] := opening;
+      WHILE slot > 1 LOOP
+        parent := slot / 2;
+        EXIT WHEN ${key('heap[parent]')} <= ${key('heap[slot]')};
+        swap := heap[parent]; heap[parent] := heap[slot]; heap[slot] := swap;
+        slot := parent;
+      END LOOP;
+      CONTINUE;
+    END IF;
+    EXIT WHEN heap_size = 0;
+    opening := heap[1];
+    id := head_id[opening];
+    priority := head_priority[opening];
+    run_at := head_run_at[opening];
+    schedule_id := head_schedule[opening];
+    RETURN NEXT;
+    taken := taken + 1;
+    EXIT WHEN taken >= $7;
+    cur := cursors[opening];
+    FETCH cur INTO row;
+    IF FOUND THEN
+      head_id[opening] := row.id;
+      head_priority[opening] := row.priority;
+      head_run_at[opening] := row.run_at;
+      head_schedule[opening] := row.schedule_id;
+    ELSE
+      CLOSE cur;
+      cursors[opening] := NULL;
+      heap[1] := heap[heap_size];
+      heap_size := heap_size - 1;
+    END IF;
+    slot := 1;
+    LOOP
+      child := 2 * slot;
+      EXIT WHEN child > heap_size;
+      IF child < heap_size AND ${key('heap[child + 1]')} < ${key('heap[child]')} THEN
+        child := child + 1;
+      END IF;
+      EXIT WHEN ${key('heap[slot]')} <= ${key('heap[child]')};
+      swap := heap[child]; heap[child] := heap[slot]; heap[slot] := swap;
+      slot := child;
+    END LOOP;
+  END LOOP;
+  FOR opening IN 1 .. next_triple - 1 LOOP
+    cur := cursors[opening];
+    IF cur IS NOT NULL THEN
+      CLOSE cur;
+    END IF;
+  END LOOP;
+END`;
+}
+
+function buildClaimSql(s: string, mergeDue: string) {
   const jobs = `${s}.jobs`;
   const dead = `${s}.dead_jobs`;
   const ms = intervalMs;
@@ -227,17 +352,37 @@ function buildClaimSql(s: string) {
         : `SELECT ${claimedColumnsOf('cl')} FROM claimed cl ${claimOrderClauses('cl')}`;
     return `
       WITH RECURSIVE ${pendingTriplesCte(jobs, '$5')},
+      ranked AS (
+        SELECT p.queue, p.kind, p.priority, p.first_run_at, p.first_id,
+               row_number() OVER (ORDER BY p.priority, p.first_run_at, p.first_id) AS rank
+        FROM triples p
+        WHERE ${kindAllowed('p.kind', '$6', '$7')} AND ${notPaused('p.queue')} AND p.first_run_at <= ${NOW}
+        ORDER BY p.priority, p.first_run_at, p.first_id
+        LIMIT $3
+      ),
+      bound AS MATERIALIZED (SELECT b.priority, b.first_run_at, b.first_id FROM ranked b WHERE b.rank = $3),
+      merging AS MATERIALIZED (SELECT count(*) > 1 AND count(*) < $3 AS merge FROM ranked),
       due AS (
         SELECT c.id, c.priority, c.run_at, c.schedule_id, false AS lapsed
-        FROM triples p CROSS JOIN LATERAL (
+        FROM ranked p LEFT JOIN bound b ON b.priority = p.priority AND p.rank > 1 CROSS JOIN LATERAL (
           SELECT j.id, j.priority, j.run_at, j.schedule_id FROM ${jobs} j
           WHERE j.state = 'pending' AND j.queue = p.queue AND j.kind = p.kind AND j.priority = p.priority
-            AND (j.run_at, j.id) >= (p.first_run_at, p.first_id) AND j.run_at <= ${NOW}
+            AND (j.run_at, j.id) >= (p.first_run_at, p.first_id)
+            AND (j.run_at, j.id) <= (coalesce(b.first_run_at, ${NOW}), coalesce(b.first_id, ${MAX_JOB_ID}))
           ORDER BY j.run_at, j.id
-          LIMIT $3
+          LIMIT $3 - p.rank + 1
           FOR UPDATE SKIP LOCKED
         ) c
-        WHERE ${kindAllowed('p.kind', '$6', '$7')} AND ${notPaused('p.queue')}
+        WHERE NOT (SELECT merge FROM merging)
+        UNION ALL
+        SELECT m.id, m.priority, m.run_at, m.schedule_id, false AS lapsed
+        FROM (
+          SELECT array_agg(r.queue ORDER BY r.rank) AS queues, array_agg(r.kind ORDER BY r.rank) AS kinds,
+                 array_agg(r.priority ORDER BY r.rank) AS priorities,
+                 array_agg(r.first_run_at ORDER BY r.rank) AS first_run_ats, array_agg(r.first_id ORDER BY r.rank) AS first_ids
+          FROM ranked r
+        ) x CROSS JOIN LATERAL ${mergeDue}(x.queues, x.kinds, x.priorities, x.first_run_ats, x.first_ids, ${NOW}, $3) m
+        WHERE (SELECT merge FROM merging)
       ),
 ${lapsed ? lapsedCte : ''}      chosen AS (
         SELECT * FROM (SELECT * FROM due${lapsed ? ' UNION ALL SELECT * FROM lapsed' : ''}) candidates
@@ -276,12 +421,23 @@ ${lapsed ? parkingCtes : ''}      claimed AS (
      * Plan (docs/decisions/0006-kind-aware-claims.md): (1) loose index scan for the distinct
      * (queue, kind, priority) triples of pending jobs, less the kinds the claimer does not handle
      * and the paused queues (both filtered per triple, so neither a foreign kind's nor a paused
-     * queue's backlog is ever read); (2) per triple, a bounded range scan from the triple's first
-     * pending entry (found by step 1, so the dead entries of claimed jobs at the head of the range
-     * are stepped over once per claim, not twice; decision 0010) to `run_at <= now` in
-     * (run_at, id) order on the same index, LIMIT $3, FOR UPDATE SKIP LOCKED, so future-dated rows
-     * are never read and rows another claimer holds are skipped, not waited on; (3) lapsed leases
-     * of allowed kinds from the small running index (`lease_until <= now`); (4) the best $3 of
+     * queue's backlog is ever read); (2) the triples with a due first entry ranked by that entry's
+     * (priority, run_at, id), only the first $3 kept (decision 0026): every row of the triple
+     * ranked r comes after the first entries of the r - 1 before it, so it can place at most
+     * $3 - r + 1 rows, and a triple ranked past $3 none; (3a) one triple, or $3 or more: per
+     * ranked triple a range scan from its first pending entry (so the dead entries of claimed
+     * jobs at the head of the range are stepped over once per claim, not twice; decision 0010)
+     * to `run_at <= now`, in (run_at, id) order on the same index, LIMIT $3 - rank + 1, FOR UPDATE
+     * SKIP LOCKED, so future-dated rows are never read and rows another claimer holds are skipped,
+     * not waited on; with $3 triples ranked no row after the first entry of the one ranked $3 can
+     * place either, which bounds every scan but the best triple's (left unbounded so that a claim
+     * racing another for the same first entries, which it skips, still fills from the rows behind
+     * them); (3b) two triples or more but fewer than $3: the merge function (mergeDueBody), which
+     * locks the rows it takes and at most one more per triple it opened. Either way a claim over
+     * hundreds of triples locks about the rows it can hand out, not triples × $3 (each lock is a
+     * write, and a candidate it does not take stays locked until it commits, out of every other
+     * claimer's reach); (4) lapsed leases
+     * of allowed kinds from the small running index (`lease_until <= now`); (5) the best $3 of
      * those candidates by (priority, run_at, id), so priority order holds across kinds.
      * A lapsed candidate gets a lease_expired errors entry. Lapsed jobs whose attempts already
      * reached max_attempts (all of them, up to MAX_PARKED_PER_CLAIM per claim, whatever $3, and

@@ -27,16 +27,26 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
 /** What a hot statement is: its SQL (with `$n` parameters) and the types around it. */
-export interface StoredStatementSpec {
+export type StoredStatementSpec = {
   /** The function name's readable part, e.g. `claim_pending`. */
   prefix: string;
   /** The SQL type of each `$n`, in order; the statement's own casts must agree. */
   parameterTypes: readonly string[];
   /** The result columns, `name type, …`, exactly as the statement answers them. */
   returns: string;
-  /** One SQL statement, answering rows of `returns`. */
-  sql: string;
-}
+} & (
+  | {
+      /** One SQL statement, answering rows of `returns`. */
+      sql: string;
+    }
+  | {
+      /**
+       * A whole PL/pgSQL body (`DECLARE … BEGIN … END`, parameters as `$n`), for work one
+       * statement cannot express; it answers rows of `returns` with RETURN NEXT.
+       */
+      plpgsql: string;
+    }
+);
 
 /** A hot statement as a function: the SQL that calls it and the SQL that creates it. */
 export interface StoredStatement {
@@ -62,11 +72,16 @@ export function storedStatement(quotedSchema: string, spec: StoredStatementSpec)
   const signature = spec.parameterTypes.join(', ');
   // `#variable_conflict use_column`: the result columns are also PL/pgSQL variables; where a name
   // is both, the statement means the table's column, as it does when sent on its own.
-  const body = `
+  const body =
+    'sql' in spec
+      ? `
 #variable_conflict use_column
 BEGIN
   RETURN QUERY ${spec.sql.trim()};
-END`;
+END`
+      : `
+#variable_conflict use_column
+${spec.plpgsql.trim()}`;
   const definition = `(${signature}) RETURNS TABLE (${spec.returns}) LANGUAGE plpgsql VOLATILE ${PLAN_SETTINGS} AS $docket_stored$${body}
 $docket_stored$`;
   const hash = createHash('sha256').update(quotedSchema).update(definition).digest('hex').slice(0, 12);

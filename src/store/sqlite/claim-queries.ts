@@ -9,6 +9,7 @@
  */
 import type Database from 'better-sqlite3';
 import { JOB_COLUMN_AT, JOB_COLUMNS } from '../job-columns.js';
+import { type ChunkedSource, mergeChunked } from '../ordered-merge.js';
 import type { KindFilter } from '../store.js';
 import { KIND_ALLOWED, kindParams, NOT_PAUSED } from './job-queries.js';
 import { QUEUE_PAUSED_NAMES } from './schedule-queries.js';
@@ -59,6 +60,20 @@ export const JOB_PENDING_NEXT_PRIORITY = `
 export const JOB_DUE_PENDING = `
   SELECT id, priority, run_at FROM jobs
   WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority AND run_at <= :now
+  ORDER BY run_at, id LIMIT :limit`;
+
+/**
+ * JOB_DUE_PENDING from past a row already read: the next due pending jobs of one triple after
+ * (:after_run_at, :after_id), as the claim's merge of one priority's triples reads on (decision
+ * 0026). The same index range, entered at :after_run_at (SQLite seeks on run_at; the few rows
+ * that share it are passed by id).
+ * Parameters: as JOB_DUE_PENDING, and :after_run_at, :after_id. Result: { id, priority, run_at }.
+ * PostgreSQL: a triple's cursor in the claim's merge function, fetched on.
+ */
+export const JOB_DUE_PENDING_AFTER = `
+  SELECT id, priority, run_at FROM jobs
+  WHERE state = 'pending' AND queue = :queue AND kind = :kind AND priority = :priority
+    AND run_at >= :after_run_at AND (run_at > :after_run_at OR id > :after_id) AND run_at <= :now
   ORDER BY run_at, id LIMIT :limit`;
 
 // The lapsed-lease reads name their index (INDEXED BY): without statistics SQLite could take
@@ -169,6 +184,7 @@ function prepareClaimStatements(db: Database.Database) {
     pendingNextKind: db.prepare<Record<string, unknown>, { kind: string; priority: number }>(JOB_PENDING_NEXT_KIND),
     pendingNextPriority: db.prepare(JOB_PENDING_NEXT_PRIORITY).pluck(),
     duePending: db.prepare<Record<string, unknown>, Candidate>(JOB_DUE_PENDING),
+    duePendingAfter: db.prepare<Record<string, unknown>, Candidate>(JOB_DUE_PENDING_AFTER),
     lapsed: db.prepare<Record<string, unknown>, Candidate>(JOB_LAPSED),
     lapsedOfKinds: db.prepare<Record<string, unknown>, Candidate>(JOB_LAPSED_OF_KINDS),
     lapsedExhausted: db.prepare<Record<string, unknown>, { id: number; attempts: number }>(JOB_LAPSED_EXHAUSTED),
@@ -223,10 +239,12 @@ export class SqliteClaimQueries {
 
   /**
    * The first `limit` claimable jobs in claim order (priority, run_at, id): lapsed leases of
-   * allowed kinds from jobs_running_lease (unless `includeLapsed` is false), merged with each allowed (queue, kind, priority)
-   * triple's due range from jobs_pending_kind_claim. Triples are read lowest priority first, and
-   * the walk stops once `limit` candidates rank before every triple still unread, so a claim
-   * reads about `limit` rows; priority order holds across kinds.
+   * allowed kinds from jobs_running_lease (unless `includeLapsed` is false), merged with the
+   * allowed (queue, kind, priority) triples' due ranges from jobs_pending_kind_claim. Priorities
+   * are read lowest first, and the walk stops once `limit` candidates rank before every priority
+   * still unread; the triples of one priority are merged in chunks (mergeChunked, decision 0026),
+   * so a claim reads about `limit` rows plus a chunk per triple, not `limit` rows of each, and
+   * priority order holds across kinds.
    */
   candidates(
     nowMs: number,
@@ -242,12 +260,38 @@ export class SqliteClaimQueries {
         ? this.stmt.lapsed.all({ now: nowMs, limit, queues: queueList })
         : this.stmt.lapsedOfKinds.all({ now: nowMs, limit, queues: queueList, ...kindParams(filter) });
     const triples = this.pendingTriples(queues, filter).sort((a, b) => a.priority - b.priority);
-    for (const triple of triples) {
-      const ahead = candidates.filter((candidate) => candidate.priority < triple.priority).length;
+    for (let first = 0; first < triples.length; ) {
+      const priority = triples[first]!.priority;
+      let end = first + 1;
+      while (end < triples.length && triples[end]!.priority === priority) end += 1;
+      const ahead = candidates.filter((candidate) => candidate.priority < priority).length;
       if (ahead >= limit) break;
-      candidates.push(...this.stmt.duePending.all({ ...triple, now: nowMs, limit }));
+      // Rows of this priority past limit - ahead cannot place: `ahead` candidates rank before them all.
+      const sources = triples.slice(first, end).map((triple) => this.dueSource(triple, nowMs));
+      candidates.push(...mergeChunked(sources, limit - ahead, claimOrder));
+      first = end;
     }
     return candidates.sort(claimOrder).slice(0, limit);
+  }
+
+  /** One triple's due range as a source for mergeChunked: read from its start, or on from a row. */
+  private dueSource(
+    triple: { queue: string; kind: string; priority: number },
+    nowMs: number,
+  ): ChunkedSource<Candidate> {
+    const { queue, kind, priority } = triple;
+    return (after, count) =>
+      after === undefined
+        ? this.stmt.duePending.all({ queue, kind, priority, now: nowMs, limit: count })
+        : this.stmt.duePendingAfter.all({
+            queue,
+            kind,
+            priority,
+            now: nowMs,
+            limit: count,
+            after_run_at: after.run_at,
+            after_id: after.id,
+          });
   }
 
   /**
