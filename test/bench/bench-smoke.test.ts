@@ -5,28 +5,17 @@
  * two throwaway clusters in CPU-capped cgroups, about 20 s) and a seconds-long soak with a short
  * retention. Speed is not judged here; `npm run bench` is.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runTsxScript } from '../support/run-tsx-script.js';
 
 const outDir = mkdtempSync(join(tmpdir(), 'docket-bench-ci-'));
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
 function runBench(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', 'bench/run.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-  });
+  return runTsxScript('bench/run.ts', args);
 }
 
 describe('benchmark harness (smoke mode)', () => {

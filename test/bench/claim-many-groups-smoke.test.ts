@@ -3,22 +3,11 @@
  * against itself as the baseline, one round, on both stores, a shape of one kind and one of
  * several. Speed is not judged here; the script is run by hand (docs/benchmarks.md).
  */
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { runTsxScript } from '../support/run-tsx-script.js';
 
 function runScript(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', 'bench/claim-many-groups.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-  });
+  return runTsxScript('bench/claim-many-groups.ts', args);
 }
 
 describe('bench/claim-many-groups.ts', () => {

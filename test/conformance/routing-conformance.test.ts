@@ -46,7 +46,7 @@ describe.each(conformanceStoreKinds())('%s store: routing conformance', (storeKi
         const kinds = 1 + pick(backlog < 3 ? 4 : 40);
         const priorities = 1 + pick(4);
         const rows = 50 + pick(300);
-        const submitted = await store.jobSubmit({
+        await store.jobSubmit({
           now: t(0),
           jobs: Array.from({ length: rows }, () =>
             spec({
@@ -58,7 +58,6 @@ describe.each(conformanceStoreKinds())('%s store: routing conformance', (storeKi
             }),
           ),
         });
-        const byId = new Map(submitted.map((result, i) => [result.id, i]));
         const claimedKinds = Array.from({ length: kinds }, (_, k) => `k${k}`).filter(() => random() < 0.8);
         const pending = await store.jobList({ queue: q, states: ['pending'], limit: 1000 });
         const due = pending
@@ -82,7 +81,6 @@ describe.each(conformanceStoreKinds())('%s store: routing conformance', (storeKi
             jobs.map((job) => job.id),
             `seed ${seed}, backlog ${backlog}, round ${round}, limit ${limit}`,
           ).toEqual(expected);
-          expect(jobs.every((job) => byId.has(job.id))).toBe(true);
           taken += jobs.length;
           if (jobs.length === 0) break;
         }
