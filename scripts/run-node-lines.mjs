@@ -21,7 +21,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, write
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { installNode, NODE_CACHE, NODE_LINES, run } from './node-binary.mjs';
-import { closingLine, readVitestReport } from './vitest-report.mjs';
+import { closingLine, readVitestReport, unhandledErrorsPathFor } from './vitest-report.mjs';
 
 /** The suites that must pass on every line: pure policy and the store contract on both stores. */
 const SUITES = ['test/unit', 'test/conformance'];
@@ -121,7 +121,15 @@ function prepareTree(version, addon) {
   const tree = join(cache, 'trees', version);
   rmSync(tree, { recursive: true, force: true });
   mkdirSync(tree, { recursive: true });
-  const skip = new Set(['node_modules', '.git', 'dist', 'dist-check', 'coverage', '.test-report.json']);
+  const skip = new Set([
+    'node_modules',
+    '.git',
+    'dist',
+    'dist-check',
+    'coverage',
+    '.test-report.json',
+    '.test-report.unhandled.json',
+  ]);
   for (const entry of readdirSync(repo)) {
     if (skip.has(entry) || entry.startsWith('.node-lines')) continue;
     cpSync(join(repo, entry), join(tree, entry), { recursive: true });
@@ -164,8 +172,9 @@ function runSuites(version, nodeHome, tree) {
       '--reporter=default',
       '--reporter=json',
       `--outputFile.json=${report}`,
+      '--reporter=./scripts/unhandled-errors-reporter.mjs',
     ],
-    { cwd: tree, env, stdio: 'inherit' },
+    { cwd: tree, env: { ...env, DOCKET_UNHANDLED_ERRORS_FILE: unhandledErrorsPathFor(report) }, stdio: 'inherit' },
   );
   const counts = readVitestReport(report);
   for (const file of counts.brokenFiles)

@@ -11,13 +11,15 @@
 // With arguments (file filters, flags) it is one plain vitest run, as before.
 import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
-import { closingLine, mergeVitestReports, readVitestReport } from './vitest-report.mjs';
+import { closingLine, mergeVitestReports, readVitestReport, unhandledErrorsPathFor } from './vitest-report.mjs';
 
 /** Suites that start their own clusters, run after the rest and one at a time (folders or files). */
 const OWN_CLUSTER_SUITES = ['test/failover/', 'test/partition/', 'test/stress/database-restarts.test.ts'];
 const excludeGlob = (suite) => (suite.endsWith('/') ? `${suite}**` : suite);
 
 const report = '.test-report.json';
+/** Writes the errors vitest's JSON report leaves out (those outside any test) beside each report. */
+const UNHANDLED_ERRORS_REPORTER = './scripts/unhandled-errors-reporter.mjs';
 rmSync(report, { force: true });
 const extra = process.argv.slice(2);
 
@@ -34,11 +36,20 @@ const parts = [];
 for (const phase of phases) {
   const partReport = phases.length === 1 ? report : `.test-report.${phase.name}.json`;
   rmSync(partReport, { force: true });
+  rmSync(unhandledErrorsPathFor(partReport), { force: true });
   if (phases.length > 1) console.log(`\n=== tests, phase ${phase.name} ===`);
   const run = spawnSync(
     'npx',
-    ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${partReport}`, ...phase.args],
-    { stdio: 'inherit' },
+    [
+      'vitest',
+      'run',
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${partReport}`,
+      `--reporter=${UNHANDLED_ERRORS_REPORTER}`,
+      ...phase.args,
+    ],
+    { stdio: 'inherit', env: { ...process.env, DOCKET_UNHANDLED_ERRORS_FILE: unhandledErrorsPathFor(partReport) } },
   );
   if (run.status !== 0) exitedBadly = true;
   parts.push(partReport);

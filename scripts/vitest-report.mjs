@@ -42,13 +42,64 @@ export function readVitestReport(path) {
       .filter((test) => test.status === 'failed')
       .map((test) => `${relativeName(file.name)} > ${test.fullName ?? test.title}`),
   );
+  // Errors outside any test fail the run (vitest exits 1) yet appear in no test result: each one
+  // counts as a failure and is named, so CI's tail says what broke (unhandled-errors-reporter.mjs).
+  const unhandledErrors = [...(result.unhandledErrors ?? []), ...readUnhandledErrors(path)];
+  failedTests.push(...unhandledErrors.map(unhandledErrorName));
   return {
     passed: result.numPassedTests ?? 0,
-    failed: (result.numFailedTests ?? 0) + brokenFiles.length,
+    failed: (result.numFailedTests ?? 0) + brokenFiles.length + unhandledErrors.length,
     skipped: (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0),
     brokenFiles,
     failedTests,
   };
+}
+
+/**
+ * Where unhandled-errors-reporter.mjs writes the unhandled errors of the run whose JSON report is
+ * at `reportPath` (the runner passes it in DOCKET_UNHANDLED_ERRORS_FILE).
+ *
+ * @param {string} reportPath
+ */
+export function unhandledErrorsPathFor(reportPath) {
+  return `${reportPath.replace(/\.json$/, '')}.unhandled.json`;
+}
+
+/**
+ * The unhandled errors written beside a report; none when the file is missing (a run with no
+ * unhandled-errors reporter, or one that ended before writing it: its exit code still counts).
+ *
+ * @param {string} reportPath
+ * @returns {{ message: string, stack?: string, testFile?: string, testName?: string }[]}
+ */
+function readUnhandledErrors(reportPath) {
+  const path = unhandledErrorsPathFor(reportPath);
+  if (!existsSync(path)) return [];
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')).unhandledErrors ?? [];
+  } catch (error) {
+    return [{ message: `unreadable ${path}: ${error}` }];
+  }
+}
+
+/**
+ * One line naming an unhandled error: its message's first line, the first frame of the stack that
+ * is not Node's or a dependency's, and the test vitest saw running when it surfaced.
+ *
+ * @param {{ message: string, stack?: string, testFile?: string, testName?: string }} error
+ */
+function unhandledErrorName(error) {
+  const message = String(error.message ?? '')
+    .split('\n')[0]
+    .slice(0, 300);
+  const frame = String(error.stack ?? '')
+    .split('\n')
+    .map((line) => line.trim())
+    .find((line) => line.startsWith('at ') && !line.includes('node_modules') && !line.includes('node:internal'));
+  const during = error.testFile
+    ? ` (surfaced during ${relativeName(error.testFile)}${error.testName ? ` > ${error.testName}` : ''})`
+    : '';
+  return `unhandled error outside any test: ${message}${frame ? ` [${frame}]` : ''}${during}`;
 }
 
 /** @param {string} name an absolute test file path */
@@ -73,7 +124,14 @@ export function closingLine(counts) {
  * @param {string[]} paths the phases' JSON reports
  */
 export function mergeVitestReports(paths) {
-  const merged = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, testResults: [] };
+  const merged = {
+    numPassedTests: 0,
+    numFailedTests: 0,
+    numPendingTests: 0,
+    numTodoTests: 0,
+    testResults: [],
+    unhandledErrors: [],
+  };
   for (const path of paths) {
     let part;
     try {
@@ -95,6 +153,7 @@ export function mergeVitestReports(paths) {
     merged.numPendingTests += part.numPendingTests ?? 0;
     merged.numTodoTests += part.numTodoTests ?? 0;
     merged.testResults.push(...(part.testResults ?? []));
+    merged.unhandledErrors.push(...readUnhandledErrors(path));
   }
   return merged;
 }
