@@ -61,7 +61,11 @@ export class ClaimWaiter {
   private readonly groups = new Map<string, WaitGroup>();
   private unsubscribe: Promise<() => Promise<void>> | null = null;
   private isClosed = false;
-  /** The database clock minus the server's, from the latest `dbNowMs` a wait was given. */
+  /**
+   * The database clock minus the server's, from the latest `dbNowMs` a wait was given and when it
+   * was read. Not from when the wait starts: a wait starting a few ms after the read (a busy event
+   * loop) would take the database to be that much behind, and wake that much late for a job due now.
+   */
   private dbOffsetMs = 0;
 
   constructor(
@@ -78,14 +82,21 @@ export class ClaimWaiter {
    * Waits until this claim is woken for a due job of its group (`hint` or `due`: the caller claims,
    * then answers the group, see {@link WaitEnd}), or until `untilMs` (epoch ms, server clock), the
    * poll interval, `signal`'s abort or the waiter's close (`timer`). `nextRunAtMs` is the next run
-   * time read after the caller's empty claim (database clock, whose now was `dbNowMs`; null when
-   * nothing is waiting), sent at `claimSentAtMs` (server clock): a later one sets the group's
-   * timer; one already due fell due after that claim went out (claim again at once) or before it,
-   * when another claim holds it (look again after RECHECK_DUE_MS, never a spin).
+   * time read after the caller's empty claim (database clock, whose now was `dbNowMs` at
+   * `dbNowReadAtMs` on the server's clock; null when nothing is waiting), sent at `claimSentAtMs`
+   * (server clock): a later one sets the group's timer; one already due fell due after that claim
+   * went out (claim again at once) or before it, when another claim holds it (look again after
+   * RECHECK_DUE_MS, never a spin).
    */
   async wait(
     groupKey: string,
-    times: { untilMs: number; nextRunAtMs: number | null; dbNowMs: number; claimSentAtMs: number },
+    times: {
+      untilMs: number;
+      nextRunAtMs: number | null;
+      dbNowMs: number;
+      dbNowReadAtMs: number;
+      claimSentAtMs: number;
+    },
     signal?: AbortSignal,
   ): Promise<WaitEnd> {
     if (this.isClosed || signal?.aborted) return 'timer';
@@ -93,7 +104,7 @@ export class ClaimWaiter {
     await this.unsubscribe;
     if (this.isClosed || signal?.aborted) return 'timer';
     const now = Date.now();
-    this.dbOffsetMs = times.dbNowMs - now;
+    this.dbOffsetMs = times.dbNowMs - times.dbNowReadAtMs;
     const group = this.group(groupKey);
     let delayMs = Math.max(0, Math.min(times.untilMs - now, this.pollIntervalMs));
     if (times.nextRunAtMs !== null) {
@@ -133,18 +144,24 @@ export class ClaimWaiter {
   }
 
   /**
-   * Told the next run time (database clock, whose now was `dbNowMs`) read after a `due` claim
+   * Told the next run time (database clock, whose now was `dbNowMs` at `dbNowReadAtMs` on the
+   * server's clock) read after a `due` claim
    * (sent at `claimSentAtMs`, server clock) came back short: the group's timer had carried only
    * the earliest job, so the later ones' hints were dropped and nobody else knows when they fall
    * due. One already due fell due after that claim went out and wakes a claim now (a stream of
    * delayed jobs); one due before it is held by another claim and is looked at after
    * RECHECK_DUE_MS.
    */
-  nextDue(groupKey: string, nextRunAtMs: number | null, dbNowMs: number, claimSentAtMs: number): void {
+  nextDue(
+    groupKey: string,
+    nextRunAtMs: number | null,
+    dbNow: { dbNowMs: number; dbNowReadAtMs: number },
+    claimSentAtMs: number,
+  ): void {
     const group = this.groups.get(groupKey);
     if (!group || nextRunAtMs === null || this.isClosed) return;
     const now = Date.now();
-    this.dbOffsetMs = dbNowMs - now;
+    this.dbOffsetMs = dbNow.dbNowMs - dbNow.dbNowReadAtMs;
     const dueAtMs = nextRunAtMs - this.dbOffsetMs + 1;
     if (dueAtMs > now + DUE_MARGIN_MS) this.setDue(group, dueAtMs, now);
     else if (dueAtMs > claimSentAtMs) this.wakeOne(group, 'due');

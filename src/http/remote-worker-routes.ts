@@ -283,10 +283,16 @@ export function remoteWorkerRoutes(
   const lapsedSearch = new LapsedSearchPacer();
 
   type ClaimFilter = { queues?: string[] | undefined; kinds?: string[] | undefined; excludeKinds: readonly string[] };
-  /** The next run time of `filter`'s jobs and the database's now, read together, as epoch ms. */
+  /**
+   * The next run time of `filter`'s jobs and the database's now, read together, as epoch ms, with
+   * when that now held on this server's clock: the middle of the round trip (the offset the waiter
+   * derives is then off by at most half of it, whatever happens between this read and the wait).
+   */
   const readNextRunAt = async (filter: ClaimFilter) => {
+    const sentAtMs = Date.now();
     const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
-    return { nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime() };
+    const dbNowReadAtMs = (sentAtMs + Date.now()) / 2;
+    return { nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime(), dbNowReadAtMs };
   };
 
   /**
@@ -296,7 +302,7 @@ export function remoteWorkerRoutes(
    */
   const refreshNextDue = (groupKey: string, filter: ClaimFilter, claimSentAtMs: number) => {
     readNextRunAt(filter).then(
-      ({ nextRunAtMs, dbNowMs }) => waiter.nextDue(groupKey, nextRunAtMs, dbNowMs, claimSentAtMs),
+      ({ nextRunAtMs, ...dbNow }) => waiter.nextDue(groupKey, nextRunAtMs, dbNow, claimSentAtMs),
       // The group's poll intervals still find the job.
       (error: unknown) => options.logger?.warn({ error: (error as Error).message }, 'next run time read failed'),
     );

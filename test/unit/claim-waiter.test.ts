@@ -33,19 +33,26 @@ function hintedStore() {
 
 const dbNow = () => Date.now() + DB_AHEAD_MS;
 /**
- * A run time the waiter must take as due now: a little in the past. The waiter learns the clock
- * offset from the `dbNowMs` each wait is given, which startWait reads before the wait starts, so on
- * a slow run (a first call compiled, a GC pause) the offset comes out a few ms short and a hint at
- * exactly dbNow() could read as a few ms ahead: due later, ending the wait 'due' (Node 24 in CI).
+ * The database's now and when it was read, as the claim route reads it before a wait. The waiter
+ * takes its clock offset from the pair, so a hint at exactly dbNow() is due now however long the
+ * wait took to start (Node 24 in CI once took long enough to read it as due a few ms later).
  */
-const dueNow = () => new Date(dbNow() - 50);
+const dbNowRead = () => {
+  const dbNowReadAtMs = Date.now();
+  return { dbNowMs: dbNowReadAtMs + DB_AHEAD_MS, dbNowReadAtMs };
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Starts a wait and records how and when it ended. */
-function startWait(waiter: ClaimWaiter, group = ALL, nextRunAtMs: number | null = null) {
+function startWait(
+  waiter: ClaimWaiter,
+  group = ALL,
+  nextRunAtMs: number | null = null,
+  read: { dbNowMs: number; dbNowReadAtMs: number } = dbNowRead(),
+) {
   const state: { end: WaitEnd | undefined; endedAtMs: number } = { end: undefined, endedAtMs: 0 };
   // The empty claim before the wait went out 10 ms ago.
-  const times = { untilMs: Date.now() + POLL_MS, nextRunAtMs, dbNowMs: dbNow(), claimSentAtMs: Date.now() - 10 };
+  const times = { untilMs: Date.now() + POLL_MS, nextRunAtMs, ...read, claimSentAtMs: Date.now() - 10 };
   const done = waiter.wait(group, times).then((end) => {
     state.end = end;
     state.endedAtMs = Date.now();
@@ -81,7 +88,7 @@ describe('ClaimWaiter', () => {
     const reports = startWait(waiter, REPORTS);
     const emails = startWait(waiter, ClaimWaiter.groupKey(['emails'], ['send', 'bounce']));
     await waitingCount(waiter, 3);
-    hint(dueNow(), { queue: 'emails', kind: 'send' });
+    hint(new Date(dbNow()), { queue: 'emails', kind: 'send' });
     await Promise.all([all.done, emails.done]);
     expect([all.state.end, emails.state.end]).toEqual(['hint', 'hint']);
     await sleep(20);
@@ -90,15 +97,31 @@ describe('ClaimWaiter', () => {
     const emailsAgain = startWait(waiter, ClaimWaiter.groupKey(['emails'], ['send', 'bounce']));
     await waitingCount(waiter, 2);
     hint(new Date(dbNow() + 30), { queue: 'emails', kind: 'report' });
-    hint(dueNow(), { queue: 'reports', kind: 'send' });
+    hint(new Date(dbNow()), { queue: 'reports', kind: 'send' });
     await reports.done;
     expect(reports.state.end).toBe('hint');
     await sleep(80);
     expect(emailsAgain.state.end).toBeUndefined();
     // A hint naming nothing concerns every group.
-    hint(dueNow());
+    hint(new Date(dbNow()));
     await emailsAgain.done;
     expect(emailsAgain.state.end).toBe('hint');
+  });
+
+  it('takes the clock offset from when the database now was read, not from when the wait started', async () => {
+    const { store, hint } = hintedStore();
+    const waiter = made(store);
+    // The claim route read the database's now 40 ms before this wait started (a busy event loop).
+    // Taken at the wait's start, the offset would be 40 ms short and a job due now would read as
+    // due 40 ms later: the wait would end 'due', that late, instead of 'hint' at once.
+    const readAtMs = Date.now() - 40;
+    const late = startWait(waiter, ALL, null, { dbNowMs: readAtMs + DB_AHEAD_MS, dbNowReadAtMs: readAtMs });
+    await waitingCount(waiter, 1);
+    const hintedAtMs = Date.now();
+    hint(new Date(dbNow()));
+    await late.done;
+    expect(late.state.end).toBe('hint');
+    expect(late.state.endedAtMs - hintedAtMs).toBeLessThan(20);
   });
 
   it('wakes the longest-waiting claim of each group for a job due now, and the next when it passes on', async () => {
@@ -107,7 +130,7 @@ describe('ClaimWaiter', () => {
     const [first, second, third] = [startWait(waiter), startWait(waiter), startWait(waiter)];
     const reports = startWait(waiter, REPORTS);
     await waitingCount(waiter, 4);
-    hint(dueNow());
+    hint(new Date(dbNow()));
     await Promise.all([first.done, reports.done]);
     expect([first.state.end, reports.state.end]).toEqual(['hint', 'hint']);
     await sleep(20);
@@ -177,12 +200,12 @@ describe('ClaimWaiter', () => {
     await waitingCount(waiter, 2);
     // Due 1 ms after the claim went out (server clock), already past now: wake a claim now.
     const claimSentAtMs = Date.now() - 10;
-    waiter.nextDue(ALL, claimSentAtMs + 1 + DB_AHEAD_MS, dbNow(), claimSentAtMs);
+    waiter.nextDue(ALL, claimSentAtMs + 1 + DB_AHEAD_MS, dbNowRead(), claimSentAtMs);
     await a.done;
     expect(a.state.end).toBe('due');
     // Due before that claim went out: another claim holds it; look again in RECHECK_DUE_MS.
     const askedAtMs = Date.now();
-    waiter.nextDue(ALL, askedAtMs - 50 + DB_AHEAD_MS, dbNow(), askedAtMs - 10);
+    waiter.nextDue(ALL, askedAtMs - 50 + DB_AHEAD_MS, dbNowRead(), askedAtMs - 10);
     await sleep(5);
     expect(b.state.end).toBeUndefined();
     await b.done;
