@@ -14,8 +14,13 @@
  *   npx tsx bench/claim-many-groups.ts --baseline /tmp/base                        every shape, 3 rounds, PostgreSQL
  *   npx tsx bench/claim-many-groups.ts --baseline DIR --shapes 100x1,1x1000 --jobs 20000 --rounds 5
  *   npx tsx bench/claim-many-groups.ts --baseline DIR --store sqlite               the embedded store (a WAL file)
+ *   npx tsx bench/claim-many-groups.ts --baseline . --store sqlite --shapes 1x1,1x10,1x10b   priorities spread or blocked
  *
- * A shape is `KxP`: K kinds by P priorities. Each child makes and drops its own scratch database
+ * A shape is `KxP`: K kinds by P priorities, each priority's jobs spread evenly through the
+ * backlog as queued (job i's priority is (i × 7919) % P); `KxPb` queues them in blocks instead
+ * (job i's priority is ⌊i × P / jobs⌋), so one priority's rows sit together in the table. On
+ * SQLite the two drain at very different paces though their claims read the same rows: a claim
+ * of one priority's rows, spread through the table, writes many more pages. Each child makes and drops its own scratch database
  * (PostgreSQL: bench/pg-admin.ts, BENCH_PG_URL's server; SQLite: a file in the temp directory).
  * Printed: each run, then per shape and measure the medians of both trees and their ratio this ÷
  * baseline.
@@ -41,6 +46,13 @@ const DRAIN_TIMEOUT_MS = 300_000;
 interface Shape {
   kinds: number;
   priorities: number;
+  /** How a priority's jobs lie in the backlog as queued: spread evenly, or queued together. */
+  layout: 'spread' | 'blocked';
+}
+
+/** The shape as written on the command line: `KxP`, or `KxPb` for blocked priorities. */
+function shapeName(shape: Shape): string {
+  return `${shape.kinds}x${shape.priorities}${shape.layout === 'blocked' ? 'b' : ''}`;
 }
 
 interface ChildResult {
@@ -56,11 +68,11 @@ interface ChildResult {
 type StoreName = 'postgres' | 'sqlite';
 
 if (process.argv[2] === CHILD) {
-  const [dir, jobs, kinds, priorities, storeName] = process.argv.slice(3);
+  const [dir, jobs, shape, storeName] = process.argv.slice(3);
   const result = await runChild(
     dir ?? '',
     Number(jobs),
-    { kinds: Number(kinds), priorities: Number(priorities) },
+    parseShapes(shape ?? '')[0]!,
     storeName === 'sqlite' ? 'sqlite' : 'postgres',
   );
   console.log(JSON.stringify(result));
@@ -71,10 +83,16 @@ if (process.argv[2] === CHILD) {
 
 function parseShapes(text: string): Shape[] {
   return text.split(',').map((part) => {
-    const match = /^([1-9]\d*)x([1-9]\d*)$/.exec(part.trim());
+    const match = /^([1-9]\d*)x([1-9]\d*)(b?)$/.exec(part.trim());
     if (!match)
-      throw new Error(`--shapes takes KxP pairs (kinds x priorities) like 100x1, got ${JSON.stringify(part)}`);
-    const shape = { kinds: Number(match[1]), priorities: Number(match[2]) };
+      throw new Error(
+        `--shapes takes KxP pairs (kinds x priorities) like 100x1, or KxPb for priorities queued in blocks, got ${JSON.stringify(part)}`,
+      );
+    const shape: Shape = {
+      kinds: Number(match[1]),
+      priorities: Number(match[2]),
+      layout: match[3] === 'b' ? 'blocked' : 'spread',
+    };
     if (shape.priorities > 65_536) throw new Error(`at most 65,536 priorities (a smallint), got ${shape.priorities}`);
     return shape;
   });
@@ -114,10 +132,10 @@ function runParent(): void {
   for (let round = 1; round <= Number(values.rounds); round += 1) {
     for (const shape of shapes) {
       for (const tree of round % 2 === 1 ? trees : [...trees].reverse()) {
-        const label = `${shape.kinds}x${shape.priorities} ${tree.name}`;
+        const label = `${shapeName(shape)} ${tree.name}`;
         const result = runCheckoutChild<ChildResult>(
           fileURLToPath(import.meta.url),
-          [CHILD, tree.dir, values.jobs, String(shape.kinds), String(shape.priorities), values.store],
+          [CHILD, tree.dir, values.jobs, shapeName(shape), values.store],
           tree.dir,
           `${label} round ${round}`,
         );
@@ -132,7 +150,7 @@ function runParent(): void {
   }
   console.log(`\nmedians of ${values.rounds} rounds, ${values.jobs} jobs, ${values.store} (this / baseline, ratio)`);
   const pair = (shape: Shape, pick: (result: ChildResult) => number, digits: number) => {
-    const of = (name: string) => median((results.get(`${shape.kinds}x${shape.priorities} ${name}`) ?? []).map(pick));
+    const of = (name: string) => median((results.get(`${shapeName(shape)} ${name}`) ?? []).map(pick));
     const [mine, theirs] = [of('this'), of('baseline')];
     return `${mine.toFixed(digits)} / ${theirs.toFixed(digits)} (${(mine / theirs).toFixed(2)}x)`;
   };
@@ -141,7 +159,7 @@ function runParent(): void {
       (limit) => `claim of ${limit} ${pair(shape, (result) => result.claimMs[limit] ?? Number.NaN, 2)} ms`,
     ).join('; ');
     console.log(
-      `${shape.kinds} kinds x ${shape.priorities} priorities: drain ${pair(shape, (result) => result.drainJobsPerSecond, 0)} jobs/s; ${claims}`,
+      `${shape.kinds} kinds x ${shape.priorities} priorities${shape.layout === 'blocked' ? ' (blocked)' : ''}: drain ${pair(shape, (result) => result.drainJobsPerSecond, 0)} jobs/s; ${claims}`,
     );
   }
 }
@@ -154,7 +172,9 @@ async function queueBacklog(dir: string, url: string, jobs: number, shape: Shape
   for (let start = 0; start < jobs; start += SUBMIT_BATCH) {
     const batch = [];
     for (let i = start; i < Math.min(jobs, start + SUBMIT_BATCH); i += 1) {
-      batch.push({ kind: kinds[i % shape.kinds]!, payload: { i }, priority: (i * 7919) % shape.priorities });
+      const priority =
+        shape.layout === 'blocked' ? Math.floor((i * shape.priorities) / jobs) : (i * 7919) % shape.priorities;
+      batch.push({ kind: kinds[i % shape.kinds]!, payload: { i }, priority });
     }
     await docket.submitMany(batch);
   }
@@ -163,7 +183,7 @@ async function queueBacklog(dir: string, url: string, jobs: number, shape: Shape
 }
 
 async function runChild(dir: string, jobs: number, shape: Shape, storeName: StoreName): Promise<ChildResult> {
-  const name = scratchName(`groups_${shape.kinds}x${shape.priorities}`);
+  const name = scratchName(`groups_${shapeName(shape)}`);
   const sqlitePath = join(tmpdir(), `${name}.db`);
   const removeSqlite = () => {
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${sqlitePath}${suffix}`, { force: true });

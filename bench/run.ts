@@ -45,7 +45,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { cpus, type as osType, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import pg from 'pg';
 import { summarizeProfiles } from './cpu-profile.js';
 import { runDashboardBench } from './dashboard-queries.js';
@@ -124,8 +124,9 @@ const WORKLOADS = [
 type Workload = (typeof WORKLOADS)[number];
 const PEERS: SystemName[] = ['graphile-worker', 'pg-boss', 'bullmq'];
 
-const { values: args } = parseArgs({
+const { values: args } = parseCommandLine({
   options: {
+    help: { type: 'boolean', short: 'h', default: false },
     smoke: { type: 'boolean', default: false },
     only: { type: 'string' },
     systems: { type: 'string' },
@@ -163,6 +164,11 @@ const { values: args } = parseArgs({
   },
 });
 
+if (args.help) {
+  console.log(usage());
+  process.exit(0);
+}
+
 const smoke = args.smoke ?? false;
 const only = new Set<Workload>(
   args.only
@@ -171,13 +177,13 @@ const only = new Set<Workload>(
       WORKLOADS.filter((w) => !smoke || (w !== 'memory' && w !== 'backlog')),
 );
 for (const name of only)
-  if (!WORKLOADS.includes(name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.join(', ')}`);
-const rounds = Number(args.rounds ?? (smoke ? 1 : 3));
-const concurrency = Number(args.concurrency ?? 24);
+  if (!WORKLOADS.includes(name)) refuse(`unknown workload ${name}; known: ${WORKLOADS.join(', ')}`);
+const rounds = positiveNumber('rounds', args.rounds ?? (smoke ? 1 : 3));
+const concurrency = positiveNumber('concurrency', args.concurrency ?? 24);
 // Smoke: every workload once at tiny sizes takes about 2.5 min on a quiet 2-core VM and a little
 // over 3 beside the rest of the test suite in CI (3 min left two runs out there); past the budget
 // the last ones would be left out, which the smoke test refuses.
-const maxMinutes = Number(args['max-minutes'] ?? (smoke ? 4 : 120));
+const maxMinutes = positiveNumber('max-minutes', args['max-minutes'] ?? (smoke ? 4 : 120));
 const deadlineMs = hostNowMs() + maxMinutes * 60_000;
 
 /** Sizes per mode; the full run's are the issue's. */
@@ -1117,3 +1123,39 @@ soakMain().catch((error: unknown) => {
   console.error(error);
   process.exitCode = 1;
 });
+
+/**
+ * The command line, or a one-line refusal naming what was wrong (an unknown option, a missing
+ * value) and pointing at --help, instead of parseArgs' stack trace.
+ */
+function parseCommandLine<const T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs<T>(config);
+  } catch (error) {
+    return refuse((error as Error).message);
+  }
+}
+
+function refuse(message: string): never {
+  console.error(`bench/run.ts: ${message}\nRun it with --help for the workloads and options.`);
+  process.exit(2);
+}
+
+/** A count or duration option: a positive number, or a refusal naming the option. */
+function positiveNumber(option: string, value: string | number): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0)
+    refuse(`--${option} must be a positive number, got ${JSON.stringify(value)}`);
+  return parsed;
+}
+
+/** The usage lines of this file's leading comment, so --help and the comment cannot disagree. */
+function usage(): string {
+  const source = readFileSync(fileURLToPath(import.meta.url), 'utf8');
+  const header = source.slice(source.indexOf('/**') + 3, source.indexOf('*/'));
+  return header
+    .split('\n')
+    .map((line) => line.replace(/^ \* ?/, ''))
+    .join('\n')
+    .trim();
+}
