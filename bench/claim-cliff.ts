@@ -81,8 +81,8 @@ try {
     await admin.query('BEGIN');
     try {
       // As the store runs a claim that searches lapsed leases: plain index scans, which mark the
-      // dead entries they pass (PostgresClaimQueries.planLapsedSearch).
-      if (includeLapsed) await claims.planLapsedSearch(admin);
+      // dead entries they pass (PostgresClaimQueries.planClaimInTransaction).
+      await claims.planClaimInTransaction(admin);
       const plan = await admin.query<{ 'QUERY PLAN': string }>(
         `EXPLAIN (ANALYZE, BUFFERS, SUMMARY, TIMING OFF, COSTS OFF) ${claims.claimSql}`,
         claimParams(limit, 30_000, includeLapsed),

@@ -366,7 +366,7 @@ describe('PostgresStore: routing', () => {
       const c = await client();
       await c.query('BEGIN');
       try {
-        if (includeLapsed) await store.claimQueries.planLapsedSearch(c);
+        await store.claimQueries.planClaimInTransaction(c);
         const result = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
           `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
           [later, 'w', 10, 1000, null, null, [], includeLapsed],

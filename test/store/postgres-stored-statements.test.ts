@@ -191,6 +191,79 @@ describe('PostgresStore: stored hot statements', () => {
     expect(insertPlan[0]).not.toMatch(/Scan on jobs|Scan using/);
   });
 
+  it('scans each triple on the claim index, whatever the statistics, on every claim path (decision 0027)', async () => {
+    // A fresh install's backlog over many kinds with long names, never analysed: guessing every
+    // condition's selectivity, the planner found the list index (state, queue, id) cheaper than the
+    // wider claim index for each triple's scan, then sorted each triple's rows: the scan read every
+    // pending row of the queue once per triple (1,000 kinds of 20 jobs: a claim of 524 took 1 s,
+    // and a default worker drained 867 jobs/s). The claims plan without sorts they could avoid, and
+    // without JIT compilation (which the disabled sorts' cost estimates would otherwise invite).
+    const { schema } = await freshStore();
+    const claims = new PostgresClaimQueries(schema);
+    const { connection, plans } = await explainingClient();
+    const insertKinds = (kinds: number, perKind: number, prefix: string) =>
+      connection.query(
+        `INSERT INTO "${schema}".jobs (kind, queue, payload, state, run_at, max_attempts, retry_policy, created_at)
+         SELECT $3::text || (i % $1::int), 'default', '{}', 'pending', now() - interval '1 hour', 3,
+           '{"kind":"fixed","delayMs":1000}', now()
+         FROM generate_series(0, $1::int * $2::int - 1) i`,
+        [kinds, perKind, prefix],
+      );
+    const prefix = 'service.reports.nightly-rebuild.tenant_';
+    await insertKinds(1000, 20, prefix);
+    const tripleScans = (plan: string) => plan.match(/(Index|Index Only) Scan using \w+ on jobs j_2\b/g) ?? [];
+    const expectClaimIndexOnly = (plan: string, what: string) => {
+      expect(plan, what).not.toMatch(/jobs_listed_state_queue_id_idx|Seq Scan on jobs|Bitmap/);
+      expect(plan, `${what}: no JIT`).not.toMatch(/JIT:/);
+    };
+
+    // The bounded path: 1,000 triples, a claim of 524.
+    plans.length = 0;
+    const bounded = await claims.claimOrDefer(connection, {
+      owner: 'o',
+      limit: 524,
+      leaseMs: 30_000,
+      includeLapsed: false,
+    });
+    expect(bounded.jobs).toHaveLength(524);
+    const [boundedPlan] = nestedPlans(plans, 'FOR UPDATE SKIP LOCKED');
+    expectClaimIndexOnly(boundedPlan!, 'bounded claim');
+    expect(tripleScans(boundedPlan!)).toEqual(['Index Scan using jobs_pending_kind_claim_idx on jobs j_2']);
+
+    // The searching claim (lapsed leases too), and the in-transaction claim sent as SQL.
+    plans.length = 0;
+    expect((await claims.claimOrDefer(connection, { owner: 'o', limit: 524, leaseMs: 30_000 })).jobs).toHaveLength(524);
+    await connection.query('BEGIN');
+    await claims.planClaimInTransaction(connection);
+    expect(await claims.claimInTransaction(connection, { owner: 'o', limit: 524, leaseMs: 30_000 })).toHaveLength(524);
+    await connection.query('COMMIT');
+    const [searching, inTransaction] = nestedPlans(plans, 'FOR UPDATE SKIP LOCKED').concat(
+      plans.filter((plan) => plan.includes('FOR UPDATE SKIP LOCKED') && /Query Text: \s*WITH RECURSIVE/.test(plan)),
+    );
+    for (const [plan, what] of [
+      [searching, 'searching claim'],
+      [inTransaction, 'in-transaction claim'],
+    ] as const) {
+      expect(plan, what).toBeDefined();
+      expectClaimIndexOnly(plan!, what);
+      expect(tripleScans(plan!), what).toEqual(['Index Scan using jobs_pending_kind_claim_idx on jobs j_2']);
+    }
+
+    // The merge path: fewer triples than the claim's limit, one cursor per triple.
+    await connection.query(`DELETE FROM "${schema}".jobs`);
+    await insertKinds(40, 30, prefix);
+    plans.length = 0;
+    expect(
+      (await claims.claimOrDefer(connection, { owner: 'o', limit: 524, leaseMs: 30_000, includeLapsed: false })).jobs,
+    ).toHaveLength(524);
+    const cursorPlans = nestedPlans(plans, '$1[opening]');
+    expect(cursorPlans.length).toBeGreaterThan(1);
+    for (const plan of cursorPlans) {
+      expectClaimIndexOnly(plan, 'merge cursor');
+      expect(plan).toMatch(/Index Scan using jobs_pending_kind_claim_idx/);
+    }
+  });
+
   it('completes and renews each lease by its job id, even when the plans were cached while the table was empty', async () => {
     const { schema } = await freshStore();
     const jobs = new PostgresJobQueries(schema);

@@ -28,7 +28,7 @@ import {
   type Queryable,
   queueNotPaused,
 } from './sql-fragments.js';
-import { type StoredStatement, storedStatement } from './stored-statements.js';
+import { PLAN_SETTINGS, type StoredStatement, storedStatement } from './stored-statements.js';
 
 /** Where a claim row's needs_transaction flag sits: after the job columns (claimedColumnsOf). */
 const NEEDS_TRANSACTION_AT = JOB_COLUMNS.length;
@@ -38,6 +38,17 @@ const NEEDS_TRANSACTION_AT = JOB_COLUMNS.length;
  * claim of 1 and starve healthy jobs, yet a burst of thousands should not make one claim slow.
  */
 const MAX_PARKED_PER_CLAIM = 1000;
+
+/**
+ * The claims' planner settings beyond every stored statement's (decision 0027). Each triple's
+ * scan must be the claim index's range, which hands its rows out in (run_at, id) order; any other
+ * index that can serve the scan needs a sort after it, so with sorts disabled the planner cannot
+ * prefer one on a guess. Never analysed, with long kind names, the list index (state, queue, id)
+ * looked cheaper, and each triple's scan read every pending row of its queue (a claim of 524 over
+ * 1,000 kinds took a second). The sorts the claim cannot avoid (the ranking, the final order)
+ * stay; they are in every plan alike.
+ */
+const CLAIM_PLAN_SETTINGS = ['enable_sort = off'];
 
 /** The largest job id (bigint): with the claim's instant, the bound `(run_at, id) <= (now, MAX_JOB_ID)` is `run_at <= now`. */
 const MAX_JOB_ID = '9223372036854775807';
@@ -70,6 +81,7 @@ export class PostgresClaimQueries {
       parameterTypes: ['text[]', 'text[]', 'smallint[]', 'timestamptz[]', 'bigint[]', 'timestamptz', 'bigint'],
       returns: 'id bigint, priority smallint, run_at timestamptz, schedule_id text',
       plpgsql: mergeDueBody(`${schema}.jobs`),
+      planSettings: CLAIM_PLAN_SETTINGS,
     });
     this.sql = buildClaimSql(schema, `${schema}."${this.mergeDueStored.functionName}"`);
     const parameterTypes = ['timestamptz', 'text', 'bigint', 'double precision', 'text[]', 'text[]', 'text[]'];
@@ -79,12 +91,14 @@ export class PostgresClaimQueries {
       parameterTypes,
       returns,
       sql: this.sql.claimPendingOnly,
+      planSettings: CLAIM_PLAN_SETTINGS,
     });
     this.claimSearchingStored = storedStatement(schema, {
       prefix: 'claim_searching',
       parameterTypes: [...parameterTypes, 'boolean'],
       returns,
       sql: this.sql.claim,
+      planSettings: CLAIM_PLAN_SETTINGS,
     });
   }
 
@@ -129,18 +143,26 @@ export class PostgresClaimQueries {
   }
 
   /**
-   * Makes the caller's transaction plan the lapsed-lease search with plain index scans: a bitmap
-   * scan never marks an index entry dead, so with no VACUUM since a drain, every claim's bitmap
-   * heap scan over `lease_until <= now` revisited every finished job's old running row (measured:
+   * Makes the caller's transaction plan {@link claimInTransaction} as the stored claims are planned
+   * (this is for the in-transaction claim that recurring runs take): their functions' settings
+   * (stored-statements.ts PLAN_SETTINGS and CLAIM_PLAN_SETTINGS) but the plan cache mode, which
+   * means nothing for a statement planned once. Sorts off: each triple is scanned on the claim index
+   * whatever the statistics say (decision 0027). Sequential scans and hash joins off: the claim's
+   * update finds its chosen rows by primary key, never by a hash join over the whole table, which
+   * a claim of hundreds of rows on a table never analysed was planned as. Bitmap scans off: a bitmap
+   * scan never marks an index entry dead, so with no VACUUM since a drain, every claim's bitmap heap
+   * scan over `lease_until <= now` revisited every finished job's old running row (measured:
    * 600,266 entries, 24,702 buffers and 340 ms for `lapsed`, the same again for `exhausted`, in
-   * one claim 600,000 jobs into a 1M drain). A plain index scan marks each dead entry as it passes
-   * (kill_prior_tuple), so the next search steps over it without a heap visit. SET LOCAL: it ends
-   * with the transaction, also behind a transaction pooler. The one-statement claims need none of
-   * this: their stored functions carry the same setting (stored-statements.ts); this is for the
-   * in-transaction claim that recurring runs take.
+   * one claim 600,000 jobs into a 1M drain); a plain index scan marks each dead entry as it passes
+   * (kill_prior_tuple). SET LOCAL: it ends with the transaction, also behind a transaction pooler.
+   * One round trip (a simple query of several statements).
    */
-  async planLapsedSearch(db: Queryable): Promise<void> {
-    await db.query('SET LOCAL enable_bitmapscan = off');
+  async planClaimInTransaction(db: Queryable): Promise<void> {
+    const settings = [
+      ...PLAN_SETTINGS.filter((setting) => !setting.startsWith('plan_cache_mode')),
+      ...CLAIM_PLAN_SETTINGS,
+    ];
+    await db.query(settings.map((setting) => `SET LOCAL ${setting}`).join('; '));
   }
 
   /** The claim inside the caller's transaction, recurring runs included; the caller plans their schedules. */

@@ -417,14 +417,13 @@ export class PostgresStore implements Store {
     // One statement, a stored function whether or not it looks for lapsed leases (its plan uses
     // plain index scans only: decisions 0011 and 0013). Only a claim that chose a recurring run
     // takes the transaction below, which plans the schedules' next runs.
-    const searchesLapsed = params.includeLapsed !== false;
     if (!this.recurringRunsLikely) {
       const fast = await this.claims.claimOrDefer(this.pool, params);
       if (!fast.needsTransaction) return fast.jobs;
       this.recurringRunsLikely = true;
     }
     return this.inTransaction(async (client) => {
-      if (searchesLapsed) await this.claims.planLapsedSearch(client);
+      await this.claims.planClaimInTransaction(client);
       const jobs = await this.claims.claimInTransaction(client, params);
       const scheduleIds = claimedScheduleIds(jobs);
       this.recurringRunsLikely = scheduleIds.length > 0;

@@ -11,8 +11,9 @@
  * object: whichever session runs it caches its plan, so it is as pooler-safe as a table.
  *
  * How the plan is kept honest: every function runs with `plan_cache_mode = force_generic_plan`
- * (one plan per session, made at its first call, never re-made per parameter) and with sequential
- * and bitmap scans disabled. A generic plan made while the jobs table was empty must not turn
+ * (one plan per session, made at its first call, never re-made per parameter), with sequential
+ * and bitmap scans, hash and merge joins and JIT compilation disabled, and the claims with sorts
+ * disabled too (decision 0027). A generic plan made while the jobs table was empty must not turn
  * into a sequential scan of a million rows later, and every hot statement is designed for plain
  * index scans anyway (decisions 0006, 0010): a bitmap scan never marks a dead index entry, a
  * sequential scan reads the whole queue. test/store/postgres-stored-statements.test.ts reads the
@@ -34,6 +35,11 @@ export type StoredStatementSpec = {
   parameterTypes: readonly string[];
   /** The result columns, `name type, …`, exactly as the statement answers them. */
   returns: string;
+  /**
+   * Planner settings of this statement beyond {@link PLAN_SETTINGS}, `name = value` each (the
+   * claims disable sorts they can avoid: decision 0027).
+   */
+  planSettings?: readonly string[];
 } & (
   | {
       /** One SQL statement, answering rows of `returns`. */
@@ -58,14 +64,20 @@ export interface StoredStatement {
   readonly createSql: string;
 }
 
-/** The settings every stored statement's plan is made and run under; see the file header. */
-const PLAN_SETTINGS = [
-  'SET plan_cache_mode = force_generic_plan',
-  'SET enable_seqscan = off',
-  'SET enable_bitmapscan = off',
-  'SET enable_hashjoin = off',
-  'SET enable_mergejoin = off',
-].join(' ');
+/**
+ * The settings every stored statement's plan is made and run under; see the file header. JIT
+ * compilation is off: it pays off for long analytical queries, never for these millisecond
+ * statements, yet a disabled path's cost estimate (PostgreSQL adds 10^10 per disabled node it
+ * cannot avoid) would cross `jit_above_cost` and compile every call (800 ms measured for a claim).
+ */
+export const PLAN_SETTINGS = [
+  'plan_cache_mode = force_generic_plan',
+  'enable_seqscan = off',
+  'enable_bitmapscan = off',
+  'enable_hashjoin = off',
+  'enable_mergejoin = off',
+  'jit = off',
+];
 
 /** Builds the function for one hot statement in `quotedSchema` (already quoted). */
 export function storedStatement(quotedSchema: string, spec: StoredStatementSpec): StoredStatement {
@@ -82,7 +94,8 @@ END`
       : `
 #variable_conflict use_column
 ${spec.plpgsql.trim()}`;
-  const definition = `(${signature}) RETURNS TABLE (${spec.returns}) LANGUAGE plpgsql VOLATILE ${PLAN_SETTINGS} AS $docket_stored$${body}
+  const settings = [...PLAN_SETTINGS, ...(spec.planSettings ?? [])].map((setting) => `SET ${setting}`).join(' ');
+  const definition = `(${signature}) RETURNS TABLE (${spec.returns}) LANGUAGE plpgsql VOLATILE ${settings} AS $docket_stored$${body}
 $docket_stored$`;
   const hash = createHash('sha256').update(quotedSchema).update(definition).digest('hex').slice(0, 12);
   const functionName = `${spec.prefix}_${hash}`;
