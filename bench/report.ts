@@ -344,6 +344,54 @@ function outageSection(bench: BenchResults): string[] {
   return out;
 }
 
+/** A backlog over many job kinds, a handler each (workloads.ts drainRun with `kinds`; decision 0026). */
+function kindsSection(bench: BenchResults): string[] {
+  const sets = paramSets(bench, 'kinds', ['jobs', 'procs', 'kinds']);
+  const names = labels(bench, 'kinds');
+  if (sets.length === 0) return [];
+  const heading = (p: Params) =>
+    `${Number(p.kinds).toLocaleString('en-US')} kinds, ${Number(p.jobs).toLocaleString('en-US')} jobs/s`;
+  const out = [
+    '## 1e. A backlog over many job kinds',
+    '',
+    'The backlog queued round-robin over K job kinds, then one worker process started that handles every kind (one handler each, as a service registers one per job type): ' +
+      "Docket's kinds, graphile-worker's task identifiers, BullMQ's job names in one queue. pg-boss routes job types by queue (a polling loop each) and does not run it. " +
+      'Jobs/s from the first start until nothing is due. Beside the one-kind drain of the same backlog (1b, when it ran), it shows what the kinds cost.',
+    '',
+    table(
+      ['system', ...sets.map(heading)],
+      names.map((label) => [label, ...sets.map((p) => showDrain(runsOf(bench, 'kinds', label, p)))]),
+    ),
+    '',
+  ];
+  const rate = (workload: string, label: string, p: Params) =>
+    cell(runsOf(bench, workload, label, p), 'jobsPerSec').value;
+  const rows: string[][] = [];
+  for (const label of names.filter(isDocket)) {
+    const variant = /\((default|tuned)\)$/.exec(label)?.[1];
+    for (const peer of ['graphile-worker', 'graphile-worker-latest', 'bullmq', 'bullmq-latest']) {
+      const divisor = `${peer} (${variant})`;
+      if (!names.includes(divisor)) continue;
+      rows.push([
+        `${label} ÷ ${divisor}`,
+        ...sets.map((p) => ratioText(rate('kinds', label, p), rate('kinds', divisor, p))),
+      ]);
+    }
+  }
+  for (const label of names) {
+    const ratios = sets.map((p) =>
+      ratioText(rate('kinds', label, p), rate('backlog', label, { jobs: p.jobs!, procs: 1 }), true),
+    );
+    if (ratios.some((text) => text !== '—')) rows.push([`${label}: K kinds ÷ one kind (1b)`, ...ratios]);
+  }
+  if (rows.length > 0)
+    out.push(
+      table(['ratio (medians)', ...sets.map((p) => `${Number(p.kinds).toLocaleString('en-US')} kinds`)], rows),
+      '',
+    );
+  return out;
+}
+
 function backlogSection(bench: BenchResults, targets: Target[]): string[] {
   const sets = paramSets(bench, 'backlog', ['jobs', 'procs']);
   const names = labels(bench, 'backlog');
@@ -1336,6 +1384,7 @@ export function writeReport(bench: BenchResults, outDir: string): string[] {
     ...backlogSection(bench, targets),
     ...backfillSection(bench),
     ...outageSection(bench),
+    ...kindsSection(bench),
     ...streamSection(bench, outDir, charts, targets),
     ...spikeSection(bench, outDir, charts, targets),
     ...scheduleSpikeSection(bench),

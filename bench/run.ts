@@ -6,11 +6,13 @@
  *
  *   npm run bench -- --smoke                 tiny sizes, about 2 min, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
- *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit delayed neighbours http-submit remote-workers memory dashboard)
+ *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit delayed neighbours http-submit remote-workers memory dashboard kinds)
  *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
  *   npm run bench -- --only outage,backlog --backlog-jobs 20000 --rounds 3   every first attempt throwing
+ *   npm run bench -- --only kinds --systems docket,graphile-worker,bullmq --rounds 3   a 20k backlog over 100 and
+ *                                            1,000 job kinds (--kinds 10,100 --kinds-jobs 50000), one handler each
  *   npm run bench -- --only schedule-spike --systems docket,docket-sqlite   10,000 schedules due at one second
  *                                            (decision 0024), beside the drain of the same backlog
  *   npm run bench -- --only single-submit --systems docket,docket-baseline,graphile-worker,pg-boss,bullmq --rounds 3
@@ -74,6 +76,7 @@ import { type BenchResults, type ExplainCapture, writeReport } from './report.js
 import { parseSoakOptions, runSoak, soakMarkdown, writeSoakReport } from './soak.js';
 import {
   DELAYED_SYSTEMS,
+  KINDS_SYSTEMS,
   loadSystem,
   NEIGHBOUR_SYSTEMS,
   OUTAGE_SYSTEMS,
@@ -120,6 +123,7 @@ const WORKLOADS = [
   'remote-workers',
   'memory',
   'dashboard',
+  'kinds',
 ] as const;
 type Workload = (typeof WORKLOADS)[number];
 const PEERS: SystemName[] = ['graphile-worker', 'pg-boss', 'bullmq'];
@@ -139,6 +143,8 @@ const { values: args } = parseCommandLine({
     'drain-procs': { type: 'string' },
     'backlog-jobs': { type: 'string' },
     'backlog-cap-seconds': { type: 'string' },
+    kinds: { type: 'string' },
+    'kinds-jobs': { type: 'string' },
     'backfill-analyze': { type: 'string' },
     'single-submit-jobs': { type: 'string' },
     neighbours: { type: 'string' },
@@ -196,6 +202,7 @@ const SIZES = smoke
       backlogCapMs: 15_000,
       backfill: { jobs: 300, warm: 20 },
       outageJobs: 300,
+      kinds: { jobs: 300, counts: [10] },
       streamRates: [200],
       streamMs: 1_000,
       spikeJobs: 300,
@@ -231,6 +238,8 @@ const SIZES = smoke
       backlogCapMs: 300_000,
       backfill: { jobs: 100_000, warm: 100 },
       outageJobs: 20_000,
+      // A service with a hundred job kinds is ordinary; a thousand is a large one (decision 0026).
+      kinds: { jobs: 20_000, counts: [100, 1_000] },
       streamRates: [200, 1_000, 5_000],
       streamMs: 10_000,
       spikeJobs: 10_000,
@@ -271,7 +280,7 @@ const SIZES = smoke
 function positiveIntegers(flag: string, text: string): number[] {
   const values = text.split(',').map((part) => Number(part.trim()));
   if (values.length === 0 || values.some((value) => !Number.isInteger(value) || value < 1)) {
-    throw new Error(`--${flag} must be positive integers separated by commas, got ${JSON.stringify(text)}`);
+    refuse(`--${flag} must be positive integers separated by commas, got ${JSON.stringify(text)}`);
   }
   return values;
 }
@@ -279,7 +288,7 @@ function positiveIntegers(flag: string, text: string): number[] {
 function secondsMs(flag: string, text: string): number {
   const value = Number(text);
   if (!(Number.isFinite(value) && value > 0))
-    throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(text)}`);
+    refuse(`--${flag} must be a positive number, got ${JSON.stringify(text)}`);
   return value * 1000;
 }
 if (args['drain-jobs']) SIZES.drainJobs = positiveIntegers('drain-jobs', args['drain-jobs']);
@@ -287,10 +296,16 @@ if (args['drain-procs']) SIZES.drainProcs = positiveIntegers('drain-procs', args
 if (args['drain-cap-seconds']) SIZES.drainCapMs = secondsMs('drain-cap-seconds', args['drain-cap-seconds']);
 if (args['backlog-jobs']) SIZES.backlogJobs = positiveIntegers('backlog-jobs', args['backlog-jobs']);
 if (args['backlog-cap-seconds']) SIZES.backlogCapMs = secondsMs('backlog-cap-seconds', args['backlog-cap-seconds']);
+if (args.kinds) SIZES.kinds.counts = positiveIntegers('kinds', args.kinds);
+if (args['kinds-jobs']) {
+  const [jobs, ...rest] = positiveIntegers('kinds-jobs', args['kinds-jobs']);
+  if (rest.length > 0) refuse(`--kinds-jobs takes one number, got ${JSON.stringify(args['kinds-jobs'])}`);
+  SIZES.kinds.jobs = jobs!;
+}
 if (args['single-submit-jobs']) SIZES.singleSubmit.capacityJobs = Number(args['single-submit-jobs']);
 if (args.neighbours) {
   const [count, ...rest] = positiveIntegers('neighbours', args.neighbours);
-  if (rest.length > 0) throw new Error(`--neighbours takes one number, got ${JSON.stringify(args.neighbours)}`);
+  if (rest.length > 0) refuse(`--neighbours takes one number, got ${JSON.stringify(args.neighbours)}`);
   SIZES.neighbours.count = count!;
 }
 
@@ -674,6 +689,32 @@ async function backlogDrains(all: readonly Contender[], results: RunRecord[]): P
   }
 }
 
+/**
+ * A backlog spread over many job kinds (`--kinds`, default 100 and 1,000; decision 0026), each
+ * kind handled by the one worker process, as a service with a handler per job type runs: Docket's
+ * kinds, graphile-worker's task identifiers, BullMQ's job names ({@link KINDS_SYSTEMS}). pg-boss
+ * routes job types by queue, one polling loop each, and the raw-SQL reference claims one kind;
+ * neither runs it. Smoke mode runs Docket's default variants only (the kinds' code path, not a
+ * tuning) beside the peers' one smoke variant.
+ */
+async function kindsDrains(all: readonly Contender[], results: RunRecord[]): Promise<void> {
+  const { jobs, counts } = SIZES.kinds;
+  for (const kinds of counts) {
+    await alternate(
+      all.filter(
+        (c) =>
+          KINDS_SYSTEMS.includes(c.module.name) &&
+          (!smoke || c.variant === 'default' || !c.module.name.startsWith('docket')),
+      ),
+      'kinds',
+      { jobs, procs: 1, kinds },
+      results,
+      (c, round) =>
+        drainRun(c, jobs, 1, { round, capMs: SIZES.backlogCapMs, workload: 'kinds', insertChunk: 10_000, kinds }),
+    );
+  }
+}
+
 async function main(): Promise<void> {
   if (args.shards) return shardMain();
   const stale = await dropAllScratchDatabases();
@@ -775,6 +816,9 @@ async function main(): Promise<void> {
         results,
         (c, round) => backfillRun(c, jobs, warm, { round, capMs: SIZES.backlogCapMs, insertChunk: 10_000, analyze }),
       );
+    }
+    if (only.has('kinds')) {
+      await kindsDrains(drainContenders, results);
     }
     if (only.has('outage')) {
       // Docket only: its drivers alone can make a job's first attempt throw (OUTAGE_SYSTEMS).

@@ -257,21 +257,36 @@ export async function drainRun(
   contender: Contender,
   n: number,
   procs: number,
-  options: RunOptions & { workload?: string; fresh?: boolean; insertChunk?: number; failFirstAttempt?: boolean },
+  options: RunOptions & {
+    workload?: string;
+    fresh?: boolean;
+    insertChunk?: number;
+    failFirstAttempt?: boolean;
+    /** The `kinds` workload: jobs spread round-robin over this many kinds, each worker handling all. */
+    kinds?: number;
+  },
 ): Promise<RunRecord> {
-  const run = record(contender, options.workload ?? 'drain', options, { jobs: n, procs });
+  const kinds = options.kinds ?? 1;
+  const run = record(contender, options.workload ?? 'drain', options, {
+    jobs: n,
+    procs,
+    ...(kinds > 1 ? { kinds } : {}),
+  });
   const wallStart = hostNowMs();
-  if (options.fresh !== false) await contender.module.reset(contender.config);
-  const store = await contender.module.openStore(contender.config);
+  const config = kinds > 1 ? { ...contender.config, kinds } : contender.config;
+  if (options.fresh !== false) await contender.module.reset(config);
+  const store = await contender.module.openStore(config);
   let workers: WorkerProcess[] = [];
   try {
-    const jobs = options.failFirstAttempt
-      ? benchJobs(n).map((job) => ({ ...job, failFirstAttempt: true }))
-      : benchJobs(n);
+    const jobs = benchJobs(n).map((job) => ({
+      ...job,
+      ...(options.failFirstAttempt ? { failFirstAttempt: true } : {}),
+      ...(kinds > 1 ? { kind: job.i % kinds } : {}),
+    }));
     const insertMs = await insertAll(store, jobs, options.insertChunk);
     run.metrics.insertJobsPerSec = n / (insertMs / 1000);
     const recorder = new StartRecorder(n);
-    workers = await WorkerProcess.startMany(procs, contender.config, recorder, {
+    workers = await WorkerProcess.startMany(procs, config, recorder, {
       cpuProfileDir: options.cpuProfileDir,
     });
     await finishDrain(run, workers, recorder, store, options.capMs, 0, 'jobs');

@@ -10,6 +10,7 @@ import * as ioredis from 'ioredis';
 import {
   type BenchJob,
   benchIndexOf,
+  benchKindName,
   NEIGHBOUR_QUEUE,
   type SystemConfig,
   type SystemModule,
@@ -75,7 +76,8 @@ export function makeBullmqSystem(lib: BullmqLibrary, name: SystemName): SystemMo
           const now = Date.now();
           await queue.addBulk(
             jobs.map((job) => ({
-              name: 'noop',
+              // The kinds workload: BullMQ's kind is the job's name; one Worker takes every name.
+              name: benchKindName('noop', job.kind ?? 0),
               data: { i: job.i },
               opts: job.runAt ? { delay: Math.max(0, job.runAt.getTime() - now) } : {},
             })),

@@ -12,7 +12,14 @@
  */
 import pg from 'pg';
 import { Docket } from '../../src/docket.js';
-import { type BenchJob, benchIndexOf, NEIGHBOUR_QUEUE, type SystemConfig, type SystemModule } from './system.js';
+import {
+  type BenchJob,
+  benchIndexOf,
+  NEIGHBOUR_QUEUE,
+  refuseKinds,
+  type SystemConfig,
+  type SystemModule,
+} from './system.js';
 
 const KIND = 'bench.noop';
 const TUNED_PREFETCH = 500;
@@ -61,6 +68,7 @@ export const docketShardedSystem: SystemModule = {
   },
 
   async reset(config) {
+    refuseKinds(config, 'the shard benchmark drives one kind');
     await Promise.all(shardUrls(config).map(recreate));
     // Opening migrates every shard, so workers starting later find the schemas ready.
     const dockets = await openSharded(config);

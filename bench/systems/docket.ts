@@ -23,6 +23,8 @@ import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
 import {
   type BenchJob,
   benchIndexOf,
+  benchKindName,
+  benchKindNames,
   NEIGHBOUR_QUEUE,
   OUTAGE_RETRY_DELAY_MS,
   type SystemConfig,
@@ -134,7 +136,7 @@ function docketModule(
         async insert(jobs: readonly BenchJob[]) {
           await docket.submitMany(
             jobs.map((job) => ({
-              kind: DOCKET_BENCH_KIND,
+              kind: benchKindName(DOCKET_BENCH_KIND, job.kind ?? 0),
               payload: job.failFirstAttempt ? { i: job.i, failFirstAttempt: true } : { i: job.i },
               ...(job.runAt ? { runAt: job.runAt } : {}),
               // The outage's retry an hour away, jitter-free: a run records first failures only.
@@ -197,12 +199,14 @@ function docketModule(
 
     async startWorker(config, onStart) {
       const docket = await open(config);
-      docket.handle(DOCKET_BENCH_KIND, async (payload, ctx) => {
+      const handler = async (payload: unknown, ctx: { attempt: number }) => {
         onStart(benchIndexOf(payload));
         // The outage workload: a downstream answering 503 to every first attempt.
         if (ctx.attempt === 1 && (payload as { failFirstAttempt?: boolean }).failFirstAttempt === true)
           throw new Error('outage: the downstream answered 503 Service Unavailable');
-      });
+      };
+      // The kinds workload: one handler per kind, as a service registers one per job type.
+      for (const kind of benchKindNames(DOCKET_BENCH_KIND, config)) docket.handle(kind, handler);
       const worker = docket.worker(workerOptions(config));
       await worker.start();
       return {

@@ -13,6 +13,8 @@ import { databaseNameOf, dropDatabase, recreateDatabase } from '../pg-admin.js';
 import {
   type BenchJob,
   benchIndexOf,
+  benchKindName,
+  benchKindNames,
   NEIGHBOUR_QUEUE,
   type SystemConfig,
   type SystemModule,
@@ -88,7 +90,7 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
         async insert(jobs: readonly BenchJob[]) {
           await utils.addJobs(
             jobs.map((job) => ({
-              identifier: TASK,
+              identifier: benchKindName(TASK, job.kind ?? 0),
               payload: { i: job.i },
               ...(job.runAt ? { runAt: job.runAt } : {}),
             })),
@@ -123,11 +125,15 @@ export function makeGraphileWorkerSystem(lib: GraphileWorkerLibrary, name: Syste
         logger: silentLogger,
         // A neighbour's only task is one no bench job names: graphile-worker filters by task
         // identifier, not by queue (its queues serialise jobs, they do not route them).
-        taskList: {
-          [config.neighbour ? NEIGHBOUR_QUEUE : TASK]: async (payload) => {
-            onStart(benchIndexOf(payload));
-          },
-        },
+        // The kinds workload: one task per kind, every one in the worker's task list.
+        taskList: Object.fromEntries(
+          (config.neighbour ? [NEIGHBOUR_QUEUE] : benchKindNames(TASK, config)).map((task) => [
+            task,
+            async (payload: unknown) => {
+              onStart(benchIndexOf(payload));
+            },
+          ]),
+        ),
         ...(preset(config) ? { preset: preset(config) } : {}),
       });
       return {

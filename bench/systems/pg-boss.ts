@@ -19,6 +19,7 @@ import {
   type BenchJob,
   benchIndexOf,
   NEIGHBOUR_QUEUE,
+  refuseKinds,
   type SystemConfig,
   type SystemModule,
   type SystemName,
@@ -86,6 +87,7 @@ export function makePgBossSystem(lib: PgBossLibrary, name: SystemName): SystemMo
     },
 
     async reset(config) {
+      refuseKinds(config, 'pg-boss routes job types by queue, each worked by its own polling loops');
       await recreateDatabase(databaseNameOf(config.databaseUrl));
       const boss = bossFor(config, true, 2);
       boss.on('error', () => {});

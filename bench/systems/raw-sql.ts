@@ -26,7 +26,7 @@
  */
 import pg from 'pg';
 import { docketSystem } from './docket.js';
-import { benchIndexOf, type SystemModule } from './system.js';
+import { benchIndexOf, refuseKinds, type SystemModule } from './system.js';
 
 /** Rows per claim: the tuned systems' local queue size. */
 export const CLAIM_LIMIT = 500;
@@ -95,7 +95,10 @@ export const rawSqlSystem: SystemModule = {
     return `pg only, on Docket's schema: claim ${CLAIM_LIMIT} due rows per statement (FOR UPDATE SKIP LOCKED), run ${concurrency} at once, finish in batches with a fenced update (id, token, owner, state); no registry, renewal or retries; a single submit is one INSERT with its pg_notify (a pool of ${SUBMIT_POOL_SIZE}), and the worker claims on each notification`;
   },
 
-  reset: (config) => docketSystem.reset(config),
+  reset: async (config) => {
+    refuseKinds(config, "its worker claims Docket's one bench kind");
+    await docketSystem.reset(config);
+  },
   async openStore(config) {
     const store = await docketSystem.openStore(config);
     const submitPool = new pg.Pool({ connectionString: config.databaseUrl, max: SUBMIT_POOL_SIZE });

@@ -59,6 +59,48 @@ export interface SystemConfig {
    * no per-worker queue filter). A driver that cannot make one throws ({@link NEIGHBOUR_SYSTEMS}).
    */
   neighbour?: boolean | undefined;
+  /**
+   * The `kinds` workload: how many job kinds the run's jobs are spread over (job i has kind
+   * i % kinds, {@link BenchJob.kind}), every one handled by each worker; 1 when absent. Each
+   * driver names kind k by {@link benchKindName} in its own unit of routing: Docket's kind,
+   * graphile-worker's task identifier, BullMQ's job name. A driver that cannot route kinds within
+   * one queue refuses more than one ({@link KINDS_SYSTEMS}).
+   */
+  kinds?: number | undefined;
+}
+
+/** The systems whose drivers spread jobs over {@link SystemConfig.kinds} kinds. */
+export const KINDS_SYSTEMS: readonly SystemName[] = [
+  'docket',
+  'docket-lean',
+  'docket-sqlite',
+  'docket-baseline',
+  'docket-sqlite-baseline',
+  'graphile-worker',
+  'graphile-worker-latest',
+  'bullmq',
+  'bullmq-latest',
+];
+
+/**
+ * The name of kind `k` of a run, built on the driver's one-kind name (`base`): the base itself for
+ * kind 0, so a one-kind run is unchanged, and `<base>_<k>` for the others.
+ */
+export function benchKindName(base: string, k: number): string {
+  return k === 0 ? base : `${base}_${k}`;
+}
+
+/** The kinds a worker of `config` handles: every kind of the run, by {@link benchKindName}. */
+export function benchKindNames(base: string, config: SystemConfig): string[] {
+  return Array.from({ length: config.kinds ?? 1 }, (_, k) => benchKindName(base, k));
+}
+
+/**
+ * Refuses a config with more than one kind in a driver that does not route kinds
+ * ({@link KINDS_SYSTEMS}): its jobs would all be one kind, and the run would measure nothing new.
+ */
+export function refuseKinds(config: SystemConfig, why: string): void {
+  if ((config.kinds ?? 1) > 1) throw new Error(`${config.system} does not take more than one kind: ${why}`);
 }
 
 /**
@@ -77,6 +119,8 @@ export interface BenchJob {
    * drivers take it ({@link OUTAGE_SYSTEMS}); others refuse it.
    */
   failFirstAttempt?: boolean | undefined;
+  /** The `kinds` workload: the index of the job's kind, 0 to {@link SystemConfig.kinds} − 1 (0 when absent). */
+  kind?: number | undefined;
 }
 
 /** The systems whose drivers take {@link BenchJob.failFirstAttempt}. */

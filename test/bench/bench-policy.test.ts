@@ -16,6 +16,7 @@ import {
   type SoakResult,
   type SoakSample,
 } from '../../bench/soak.js';
+import { benchKindName, benchKindNames, refuseKinds, type SystemConfig } from '../../bench/systems/system.js';
 import { spikeLateness } from '../../bench/workloads.js';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS } from '../../src/docket.js';
 
@@ -230,5 +231,27 @@ describe('spike lateness', () => {
   it('leaves jobs that never started out of the lateness', () => {
     expect(spikeLateness(starts, 3, 6, 5_000)).toEqual({ lateness: [2, 1], early: 0 });
     expect(spikeLateness(Float64Array.from([Number.NaN]), 0, 1, 0)).toEqual({ lateness: [], early: 0 });
+  });
+});
+
+describe('the kinds workload: names and refusals', () => {
+  const config = (system: SystemConfig['system'], kinds?: number) => ({ system, kinds }) as SystemConfig;
+
+  it('names kind 0 by the driver’s one-kind name, so a one-kind run is unchanged, and the rest after it', () => {
+    expect([0, 1, 42].map((k) => benchKindName('bench.noop', k))).toEqual([
+      'bench.noop',
+      'bench.noop_1',
+      'bench.noop_42',
+    ]);
+    expect(benchKindNames('noop', config('bullmq', 3))).toEqual(['noop', 'noop_1', 'noop_2']);
+    expect(benchKindNames('noop', config('bullmq'))).toEqual(['noop']);
+  });
+
+  it('a driver that routes no kinds refuses more than one, naming itself and why', () => {
+    expect(() => refuseKinds(config('pg-boss', 1), 'routes by queue')).not.toThrow();
+    expect(() => refuseKinds(config('pg-boss'), 'routes by queue')).not.toThrow();
+    expect(() => refuseKinds(config('pg-boss', 2), 'routes by queue')).toThrow(
+      'pg-boss does not take more than one kind: routes by queue',
+    );
   });
 });

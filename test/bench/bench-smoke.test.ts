@@ -61,6 +61,17 @@ describe('benchmark harness (smoke mode)', () => {
     expect(outages.every((run) => run.label.startsWith('docket'))).toBe(true);
     for (const run of outages) expect([run.label, run.status]).toEqual([run.label, 'ok']);
     expect(report).toMatch(/## 1d\. A downstream outage/);
+    // A backlog over ten kinds, a handler each, on Docket's default worker and the peers that
+    // route kinds within one queue (not pg-boss, not the raw-SQL reference); every job once.
+    const kindRuns = runs.filter((run) => run.workload === 'kinds');
+    expect(kindRuns.map((run) => run.label)).toEqual(
+      expect.arrayContaining(['docket (default)', 'graphile-worker (tuned)', 'bullmq (tuned)']),
+    );
+    expect(kindRuns.some((run) => run.label.startsWith('pg-boss') || run.label === 'raw-sql')).toBe(false);
+    for (const run of kindRuns) {
+      expect([run.label, run.status, (run.params as { kinds?: number }).kinds]).toEqual([run.label, 'ok', 10]);
+    }
+    expect(report).toMatch(/## 1e\. A backlog over many job kinds/);
     const spikes = runs.filter((run) => run.workload === 'spike' && run.status === 'ok');
     expect(spikes.map((run) => run.label)).toContain('docket (default)');
     for (const run of spikes) {
