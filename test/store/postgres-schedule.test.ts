@@ -160,6 +160,7 @@ describe('PostgresStore: recurring schedules under concurrency', () => {
         null,
         [],
         true,
+        0,
       ]);
       const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
       expect(text, text).not.toMatch(/Seq Scan on jobs/);
