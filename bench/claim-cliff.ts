@@ -52,8 +52,6 @@ const claimParams = (limit: number, leaseMs = 30_000, includeLapsed = true) => [
   [KIND],
   [],
   includeLapsed,
-  // No claim of this worker's in flight ahead of it (aheadInFlight).
-  0,
 ];
 
 const admin = new pg.Client({ connectionString: url });

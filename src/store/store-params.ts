@@ -38,15 +38,6 @@ export function claimLimit(limit: number): number {
   return limit;
 }
 
-/** A claim's `aheadInFlight`: absent (0) or a non-negative integer. */
-export function claimAheadInFlight(ahead: number | undefined): number {
-  if (ahead === undefined) return 0;
-  if (!Number.isInteger(ahead) || ahead < 0) {
-    throw new ValidationError('aheadInFlight', `must be a non-negative integer, got ${String(ahead)}`);
-  }
-  return ahead;
-}
-
 /** Most job ids one {@link Store.jobReserveIds} call hands out (as many as the largest batch submit). */
 export const MAX_RESERVED_IDS = 100_000;
 

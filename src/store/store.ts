@@ -160,15 +160,6 @@ export interface JobClaimParams extends AtTime, KindFilter {
    * each of its hundreds of claims a second. False claims due pending jobs only.
    */
   includeLapsed?: boolean | undefined;
-  /**
-   * How many rows claims already in flight from the same claimer may take ahead of this one (0 when
-   * omitted; a non-negative integer). A claim sent while another is in flight races it for the same
-   * first rows, which that one holds, unlocked, until it commits: the PostgreSQL claim, which bounds
-   * its scans by the triples' first rows (decision 0026), looks that many rows further so it still
-   * finds its own (decision 0028). It widens where the claim looks, never what it takes: at most
-   * `limit` rows, the best it can lock. The SQLite store runs one claim at a time and ignores it.
-   */
-  aheadInFlight?: number | undefined;
 }
 
 /**

@@ -287,9 +287,6 @@ export class JobClaimer {
     this.claimSeq += 1;
     const owner = `${this.options.owner}/${this.instance}.${this.claimSeq}`;
     const includeLapsed = this.lapsedSearch.next(sentAt);
-    // The rows this worker's claims already in flight may take: this claim races them for the
-    // same first rows and must look past those (JobClaimParams.aheadInFlight, decision 0028).
-    const aheadInFlight = this.reserved - limit;
     let jobs: ClaimedJob[];
     try {
       jobs = await this.store.jobClaim({
@@ -299,7 +296,6 @@ export class JobClaimer {
         queues: this.options.queues,
         kinds: this.options.kinds(),
         includeLapsed,
-        ...(aheadInFlight > 0 ? { aheadInFlight } : {}),
       });
     } catch (error) {
       this.lapsedSearch.failed(sentAt);

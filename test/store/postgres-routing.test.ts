@@ -124,7 +124,7 @@ describe('PostgresStore: routing', () => {
       now: T0,
       jobs: [spec({ kind: 'mine' }), spec({ kind: 'mine', priority: 5 })],
     });
-    const params = [T0, 'w', 10, 1000, null, ['mine'], [], true, 0];
+    const params = [T0, 'w', 10, 1000, null, ['mine'], [], true];
     const c = await client();
     await c.query('BEGIN');
     // Once first, undone: the session's first call plans the merge function's cursor (two triples
@@ -187,7 +187,7 @@ describe('PostgresStore: routing', () => {
     await c.query('BEGIN');
     const result = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
-      [T0, 'w', 10, 1000, null, ['k'], [], true, 0],
+      [T0, 'w', 10, 1000, null, ['k'], [], true],
     );
     await c.query('ROLLBACK');
     const nodes = flattenPlan(result.rows[0]!['QUERY PLAN'][0].Plan);
@@ -248,7 +248,6 @@ describe('PostgresStore: routing', () => {
           null,
           kinds,
           [],
-          0,
         ]);
         expect(claimed.rows).toHaveLength(limit);
         const free = await other.query<{ n: number }>(
@@ -336,7 +335,7 @@ describe('PostgresStore: routing', () => {
       const [first, second] = [await client(), await client()];
       await first.query('BEGIN');
       try {
-        const params = (owner: string) => [T0, owner, limit, 1000, [queue], null, [], 0];
+        const params = (owner: string) => [T0, owner, limit, 1000, [queue], null, []];
         // A claim that leases nothing answers one all-NULL row (claimOrDefer reads it as none).
         const claimedBy = async (c: pg.Client, owner: string) =>
           (await c.query<{ id: string | null }>(store.claimQueries.claimPendingOnlySql, params(owner))).rows
@@ -357,76 +356,6 @@ describe('PostgresStore: routing', () => {
     }
   });
 
-  it("fills a claim racing its worker's earlier claim over many kinds with the best rows behind it, told what that claim may take (decision 0028)", async () => {
-    const store = await open();
-    const s = `"${store.schema}"`;
-    // 60 kinds of 10 jobs, queued round-robin: each kind's first row is one of the first 60 rows.
-    await store.db.query(
-      `INSERT INTO ${s}.jobs (kind, queue, payload, priority, state, run_at, max_attempts, retry_policy, created_at)
-       SELECT 'k.' || (g % 60), 'default', 'null'::jsonb, 0, 'pending', $1::timestamptz - ((600 - g) || ' ms')::interval,
-              5, '{}'::jsonb, $1::timestamptz
-       FROM generate_series(0, 599) g`,
-      [T0],
-    );
-    await store.db.query(`ANALYZE ${s}.jobs`);
-    const inOrder = async () =>
-      (
-        await store.db.query<{ id: string }>(
-          `SELECT j.id::text AS id FROM ${s}.jobs j WHERE j.state = 'pending' ORDER BY j.priority, j.run_at, j.id`,
-        )
-      ).rows.map((row) => row.id);
-    // A bounded claim (60 triples, 20 asked) and a merged one (60 triples, 100 asked).
-    for (const limit of [20, 100]) {
-      const all = await inOrder();
-      const [first, second] = [await client(), await client()];
-      await first.query('BEGIN');
-      try {
-        const claimedBy = async (c: pg.Client, owner: string, ahead: number) =>
-          (
-            await c.query<{ id: string | null }>(store.claimQueries.claimPendingOnlySql, [
-              T0,
-              owner,
-              limit,
-              1000,
-              null,
-              null,
-              [],
-              ahead,
-            ])
-          ).rows
-            .map((row) => row.id)
-            .filter((id) => id !== null);
-        // The first claim holds the best `limit` rows, its transaction open, as a claim in flight does.
-        const held = await claimedBy(first, 'first', 0);
-        expect(held, `${limit}: the first claim`).toEqual(all.slice(0, limit));
-        // Told nothing, a bounded claim finds the first rows it ranked held and looks no further
-        // than the best triple's own rows: short, and not the best rows left.
-        await second.query('BEGIN');
-        const blind = await claimedBy(second, 'second', 0);
-        await second.query('ROLLBACK');
-        if (limit === 20) expect(blind.length, 'the bounded claim told nothing').toBeLessThan(limit);
-        // Told what the first may take, it hands out exactly the best rows the first does not hold
-        // (the first also holds candidates it did not keep, until it commits: the best triple's
-        // rows when bounded, each opened cursor's next row when merged), read by a third connection.
-        const free = await client();
-        await free.query('BEGIN');
-        const unheld = (
-          await free.query<{ id: string }>(
-            `SELECT j.id::text AS id FROM ${s}.jobs j WHERE j.state = 'pending'
-             ORDER BY j.priority, j.run_at, j.id FOR UPDATE SKIP LOCKED`,
-          )
-        ).rows.map((row) => row.id);
-        await free.query('ROLLBACK');
-        const raced = await claimedBy(second, 'second', limit);
-        expect(raced, `${limit}: the racing claim`).toEqual(unheld.slice(0, limit));
-        expect(raced.filter((id) => held.includes(id))).toEqual([]);
-      } finally {
-        await first.query('ROLLBACK');
-        await store.db.query(`UPDATE ${s}.jobs SET state = 'pending', lease_owner = NULL, lease_until = NULL`);
-      }
-    }
-  });
-
   it('searches lapsed leases with plain index scans only when asked, and claims without reading the running index otherwise', async () => {
     const store = await open();
     // No ANALYZE, 5,000 drained (their running-index entries dead, their leases ended by T0 + 10 s)
@@ -440,7 +369,7 @@ describe('PostgresStore: routing', () => {
         await store.claimQueries.planClaimInTransaction(c);
         const result = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
           `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
-          [later, 'w', 10, 1000, null, null, [], includeLapsed, 0],
+          [later, 'w', 10, 1000, null, null, [], includeLapsed],
         );
         return flattenPlan(result.rows[0]!['QUERY PLAN'][0].Plan);
       } finally {

@@ -160,7 +160,6 @@ describe('PostgresStore: recurring schedules under concurrency', () => {
         null,
         [],
         true,
-        0,
       ]);
       const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
       expect(text, text).not.toMatch(/Seq Scan on jobs/);

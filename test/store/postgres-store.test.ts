@@ -389,11 +389,11 @@ describe('PostgresStore: query plans', () => {
         const result = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
         return result.rows.map((row) => row['QUERY PLAN']).join('\n');
       });
-    const claimPlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, null, null, [], true, 0]);
+    const claimPlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, null, null, [], true]);
     if (process.env.DOCKET_PRINT_PLANS) console.log(claimPlan);
     expect(claimPlan, claimPlan).not.toMatch(/Seq Scan on jobs/);
     expect(claimPlan, claimPlan).toMatch(/jobs_pending_kind_claim_idx/);
-    const queuePlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, ['default'], null, [], true, 0]);
+    const queuePlan = await explain(store.claimQueries.claimSql, [T0, 'w', 10, 1000, ['default'], null, [], true]);
     expect(queuePlan, queuePlan).not.toMatch(/Seq Scan on jobs/);
     const nextPlan = await explain(store.jobQueries.nextRunAtSql, [T0, null, null, []]);
     if (process.env.DOCKET_PRINT_PLANS) console.log(nextPlan);
@@ -406,7 +406,7 @@ describe('PostgresStore: query plans', () => {
       try {
         const result = await client.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
           `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${store.claimQueries.claimSql}`,
-          [T0, 'w', 10, 1000, null, null, [], true, 0],
+          [T0, 'w', 10, 1000, null, null, [], true],
         );
         const plan = result.rows[0]!['QUERY PLAN'][0].Plan;
         return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);

@@ -477,7 +477,7 @@ describe('PostgresStore: stored hot statements', () => {
     const params = { owner: 'o', limit: 4, leaseMs: 30_000, includeLapsed: false } as const;
     const stored = (await claims.claimOrDefer(connection, params)).jobs;
     await connection.query('ROLLBACK');
-    const direct = await connection.query(claims.claimPendingOnlySql, [null, 'o', 4, 30_000, null, null, [], 0]);
+    const direct = await connection.query(claims.claimPendingOnlySql, [null, 'o', 4, 30_000, null, null, []]);
     expect(stored.map((job) => job.id)).toEqual(direct.rows.map((row: { id: string }) => row.id));
     expect(stored.map((job) => job.priority)).toEqual([0, 0, 1, 1]);
   });

@@ -84,19 +84,18 @@ export class PostgresClaimQueries {
       planSettings: CLAIM_PLAN_SETTINGS,
     });
     this.sql = buildClaimSql(schema, `${schema}."${this.mergeDueStored.functionName}"`);
-    // The last parameter of each is the rows claims in flight ahead of this one may take (aheadInFlight).
     const parameterTypes = ['timestamptz', 'text', 'bigint', 'double precision', 'text[]', 'text[]', 'text[]'];
     const returns = `${claimedColumnTypes()}, needs_transaction boolean`;
     this.claimPendingStored = storedStatement(schema, {
       prefix: 'claim_pending',
-      parameterTypes: [...parameterTypes, 'bigint'],
+      parameterTypes,
       returns,
       sql: this.sql.claimPendingOnly,
       planSettings: CLAIM_PLAN_SETTINGS,
     });
     this.claimSearchingStored = storedStatement(schema, {
       prefix: 'claim_searching',
-      parameterTypes: [...parameterTypes, 'boolean', 'bigint'],
+      parameterTypes: [...parameterTypes, 'boolean'],
       returns,
       sql: this.sql.claim,
       planSettings: CLAIM_PLAN_SETTINGS,
@@ -123,7 +122,7 @@ export class PostgresClaimQueries {
     const pendingOnly = params.includeLapsed === false;
     const result = await db.query({
       text: pendingOnly ? this.claimPendingStored.callSql : this.claimSearchingStored.callSql,
-      values: this.claimParams(params, pendingOnly),
+      values: pendingOnly ? this.claimParams(params).slice(0, 7) : this.claimParams(params),
       rowMode: 'array',
     });
     const rows = result.rows;
@@ -171,18 +170,14 @@ export class PostgresClaimQueries {
     if (params.limit <= 0 || params.kinds?.length === 0) return [];
     const result = await db.query({
       text: this.sql.claimInTransaction,
-      values: this.claimParams(params, false),
+      values: this.claimParams(params),
       rowMode: 'array',
     });
     const repeated = new ClaimedRowValues();
     return result.rows.map((row) => claimedValuesToJob(row, params.owner, repeated));
   }
 
-  /**
-   * The claim's parameters in order: $1 to $7, then (unless `pendingOnly`) $8 includeLapsed, then
-   * last the rows claims in flight ahead of this one may take.
-   */
-  private claimParams(params: JobClaimParams, pendingOnly: boolean): unknown[] {
+  private claimParams(params: JobClaimParams): unknown[] {
     return [
       pinned(params.now),
       params.owner,
@@ -191,8 +186,7 @@ export class PostgresClaimQueries {
       params.queues ? [...params.queues] : null,
       params.kinds ? [...params.kinds] : null,
       params.excludeKinds ? [...params.excludeKinds] : [],
-      ...(pendingOnly ? [] : [params.includeLapsed !== false]),
-      Math.floor(params.aheadInFlight ?? 0),
+      params.includeLapsed !== false,
     ];
   }
 
@@ -335,12 +329,6 @@ function buildClaimSql(s: string, mergeDue: string) {
    * plans in about half the time (PostgreSQL plans each unnamed statement anew).
    */
   function claimStatement(mode: 'fast' | 'transaction', lapsed = true): string {
-    // The rows claims in flight ahead of this one may take: the last parameter (aheadInFlight,
-    // decision 0028). The triples are ranked, bounded and merged for this claim's rows plus those,
-    // so a claim that races its worker's earlier one for the same first rows, which that one holds,
-    // still finds its own behind them. A triple's own scan takes at most this claim's rows: the rows
-    // it skips as locked do not count against its LIMIT.
-    const reach = `($3 + ${lapsed ? '$9' : '$8'}::bigint)`;
     const lapsedCte = `lapsed AS (
         SELECT j.id, j.priority, j.run_at, j.schedule_id, true AS lapsed FROM ${jobs} j
         WHERE $8::boolean AND j.state = 'running' AND j.lease_until <= ${NOW} AND j.attempts < j.max_attempts
@@ -392,10 +380,10 @@ function buildClaimSql(s: string, mergeDue: string) {
         FROM triples p
         WHERE ${kindAllowed('p.kind', '$6', '$7')} AND ${notPaused('p.queue')} AND p.first_run_at <= ${NOW}
         ORDER BY p.priority, p.first_run_at, p.first_id
-        LIMIT ${reach}
+        LIMIT $3
       ),
-      bound AS MATERIALIZED (SELECT b.priority, b.first_run_at, b.first_id FROM ranked b WHERE b.rank = ${reach}),
-      merging AS MATERIALIZED (SELECT count(*) > 1 AND count(*) < ${reach} AS merge FROM ranked),
+      bound AS MATERIALIZED (SELECT b.priority, b.first_run_at, b.first_id FROM ranked b WHERE b.rank = $3),
+      merging AS MATERIALIZED (SELECT count(*) > 1 AND count(*) < $3 AS merge FROM ranked),
       due AS (
         SELECT c.id, c.priority, c.run_at, c.schedule_id, false AS lapsed
         FROM ranked p LEFT JOIN bound b ON b.priority = p.priority AND p.rank > 1 CROSS JOIN LATERAL (
@@ -404,7 +392,7 @@ function buildClaimSql(s: string, mergeDue: string) {
             AND (j.run_at, j.id) >= (p.first_run_at, p.first_id)
             AND (j.run_at, j.id) <= (coalesce(b.first_run_at, ${NOW}), coalesce(b.first_id, ${MAX_JOB_ID}))
           ORDER BY j.run_at, j.id
-          LIMIT least($3, ${reach} - p.rank + 1)
+          LIMIT $3 - p.rank + 1
           FOR UPDATE SKIP LOCKED
         ) c
         WHERE NOT (SELECT merge FROM merging)
@@ -479,10 +467,6 @@ ${lapsed ? parkingCtes : ''}      claimed AS (
      * moved to dead_jobs instead of being handed out,
      * outside the limit: a poison job that kills its workers must not use up a claim of 1 and
      * starve the healthy jobs behind it.
-     * A claim told that claims of its worker in flight may take `a` rows ahead of it (the last
-     * parameter, aheadInFlight; decision 0028) ranks, bounds and merges for $3 + a rows, each
-     * triple's scan still taking at most $3: those claims hold the first rows this one ranks, and
-     * it skips them.
      * Candidates beyond the final $3 stay locked only until this statement commits.
      * Recurring runs: claiming one must insert the schedule's next run in the same transaction,
      * which a single statement cannot plan (the policy is TypeScript). So this fast form claims

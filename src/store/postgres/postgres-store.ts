@@ -82,15 +82,7 @@ import type {
   WorkerRecord,
   WorkerRegisterParams,
 } from '../store.js';
-import {
-  claimAheadInFlight,
-  claimLimit,
-  earliestRetry,
-  leaseOf,
-  positiveMs,
-  reserveIdCount,
-  STALE_FAILURE,
-} from '../store-params.js';
+import { claimLimit, earliestRetry, leaseOf, positiveMs, reserveIdCount, STALE_FAILURE } from '../store-params.js';
 import { validateWorkerId, validateWorkerRegister } from '../worker-registry.js';
 import {
   type ConnectionHealth,
@@ -420,7 +412,6 @@ export class PostgresStore implements Store {
    * ({@link recurringRunsLikely}), until one finds none.
    */
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
-    claimAheadInFlight(params.aheadInFlight);
     if (claimLimit(params.limit) === 0) return [];
     positiveMs('leaseMs', params.leaseMs);
     // One statement, a stored function whether or not it looks for lapsed leases (its plan uses

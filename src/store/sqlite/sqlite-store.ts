@@ -102,7 +102,6 @@ import type {
   WorkerRegisterParams,
 } from '../store.js';
 import {
-  claimAheadInFlight,
   claimLimit,
   earliestRetry,
   LEASE_EXPIRED_MESSAGE,
@@ -297,7 +296,6 @@ export class SqliteStore implements Store {
   }
 
   async jobClaim(params: JobClaimParams): Promise<ClaimedJob[]> {
-    claimAheadInFlight(params.aheadInFlight);
     if (claimLimit(params.limit) === 0) return [];
     const leaseMs = positiveMs('leaseMs', params.leaseMs);
     if (params.queues !== undefined && params.queues.length === 0) return [];
