@@ -355,7 +355,7 @@ function kindsSection(bench: BenchResults): string[] {
     '## 1e. A backlog over many job kinds',
     '',
     'The backlog queued round-robin over K job kinds, then one worker process started that handles every kind (one handler each, as a service registers one per job type): ' +
-      "Docket's kinds, graphile-worker's task identifiers, BullMQ's job names in one queue. pg-boss routes job types by queue (a polling loop each) and does not run it. " +
+      "Docket's kinds (on PostgreSQL and on SQLite), graphile-worker's task identifiers, BullMQ's job names in one queue. pg-boss routes job types by queue (a polling loop each) and does not run it. " +
       'Jobs/s from the first start until nothing is due. Beside the one-kind drain of the same backlog (1b, when it ran), it shows what the kinds cost.',
     '',
     table(

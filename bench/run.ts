@@ -692,7 +692,8 @@ async function backlogDrains(all: readonly Contender[], results: RunRecord[]): P
 /**
  * A backlog spread over many job kinds (`--kinds`, default 100 and 1,000; decision 0026), each
  * kind handled by the one worker process, as a service with a handler per job type runs: Docket's
- * kinds, graphile-worker's task identifiers, BullMQ's job names ({@link KINDS_SYSTEMS}). pg-boss
+ * kinds (PostgreSQL and SQLite), graphile-worker's task identifiers, BullMQ's job names
+ * ({@link KINDS_SYSTEMS}). pg-boss
  * routes job types by queue, one polling loop each, and the raw-SQL reference claims one kind;
  * neither runs it. Smoke mode runs Docket's default variants only (the kinds' code path, not a
  * tuning) beside the peers' one smoke variant.
@@ -818,7 +819,8 @@ async function main(): Promise<void> {
       );
     }
     if (only.has('kinds')) {
-      await kindsDrains(drainContenders, results);
+      // Docket on SQLite too (the embedded default, which a service with many job kinds starts on).
+      await kindsDrains([...drainContenders, ...sqliteContenders], results);
     }
     if (only.has('outage')) {
       // Docket only: its drivers alone can make a job's first attempt throw (OUTAGE_SYSTEMS).

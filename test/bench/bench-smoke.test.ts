@@ -61,11 +61,17 @@ describe('benchmark harness (smoke mode)', () => {
     expect(outages.every((run) => run.label.startsWith('docket'))).toBe(true);
     for (const run of outages) expect([run.label, run.status]).toEqual([run.label, 'ok']);
     expect(report).toMatch(/## 1d\. A downstream outage/);
-    // A backlog over ten kinds, a handler each, on Docket's default worker and the peers that
-    // route kinds within one queue (not pg-boss, not the raw-SQL reference); every job once.
+    // A backlog over ten kinds, a handler each, on Docket's default worker (PostgreSQL and SQLite)
+    // and the peers that route kinds within one queue (not pg-boss, not the raw-SQL reference);
+    // every job once.
     const kindRuns = runs.filter((run) => run.workload === 'kinds');
     expect(kindRuns.map((run) => run.label)).toEqual(
-      expect.arrayContaining(['docket (default)', 'graphile-worker (tuned)', 'bullmq (tuned)']),
+      expect.arrayContaining([
+        'docket (default)',
+        'docket-sqlite (default)',
+        'graphile-worker (tuned)',
+        'bullmq (tuned)',
+      ]),
     );
     expect(kindRuns.some((run) => run.label.startsWith('pg-boss') || run.label === 'raw-sql')).toBe(false);
     for (const run of kindRuns) {
