@@ -285,14 +285,16 @@ export function remoteWorkerRoutes(
   type ClaimFilter = { queues?: string[] | undefined; kinds?: string[] | undefined; excludeKinds: readonly string[] };
   /**
    * The next run time of `filter`'s jobs and the database's now, read together, as epoch ms, with
-   * when that now held on this server's clock: the middle of the round trip (the offset the waiter
-   * derives is then off by at most half of it, whatever happens between this read and the wait).
+   * when the answer arrived on this server's clock. The database's now held at or before then, so
+   * the offset the waiter derives can only take the database clock to be a little behind (by at
+   * most the round trip), never ahead: its timers may wake a claim a millisecond late, never before
+   * the job is due by the database clock, which would cost a claim that finds nothing. (The middle
+   * of the round trip, off either way by half of it, did cost one now and then.) Whatever happens
+   * between this read and the wait no longer enters the offset.
    */
   const readNextRunAt = async (filter: ClaimFilter) => {
-    const sentAtMs = Date.now();
     const [next, now] = await Promise.all([store.jobNextRunAt(filter), store.now()]);
-    const dbNowReadAtMs = (sentAtMs + Date.now()) / 2;
-    return { nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime(), dbNowReadAtMs };
+    return { nextRunAtMs: next ? next.getTime() : null, dbNowMs: now.getTime(), dbNowReadAtMs: Date.now() };
   };
 
   /**
