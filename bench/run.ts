@@ -286,10 +286,7 @@ function positiveIntegers(flag: string, text: string): number[] {
 }
 /** A positive number of seconds, as ms, or a clear error naming the flag. */
 function secondsMs(flag: string, text: string): number {
-  const value = Number(text);
-  if (!(Number.isFinite(value) && value > 0))
-    refuse(`--${flag} must be a positive number, got ${JSON.stringify(text)}`);
-  return value * 1000;
+  return positiveNumber(flag, text) * 1000;
 }
 if (args['drain-jobs']) SIZES.drainJobs = positiveIntegers('drain-jobs', args['drain-jobs']);
 if (args['drain-procs']) SIZES.drainProcs = positiveIntegers('drain-procs', args['drain-procs']);

@@ -28,7 +28,7 @@ import {
   type Queryable,
   queueNotPaused,
 } from './sql-fragments.js';
-import { PLAN_SETTINGS, type StoredStatement, storedStatement } from './stored-statements.js';
+import { PLANNER_SETTINGS, type StoredStatement, storedStatement } from './stored-statements.js';
 
 /** Where a claim row's needs_transaction flag sits: after the job columns (claimedColumnsOf). */
 const NEEDS_TRANSACTION_AT = JOB_COLUMNS.length;
@@ -145,8 +145,8 @@ export class PostgresClaimQueries {
   /**
    * Makes the caller's transaction plan {@link claimInTransaction} as the stored claims are planned
    * (this is for the in-transaction claim that recurring runs take): their functions' settings
-   * (stored-statements.ts PLAN_SETTINGS and CLAIM_PLAN_SETTINGS) but the plan cache mode, which
-   * means nothing for a statement planned once. Sorts off: each triple is scanned on the claim index
+   * (stored-statements.ts PLANNER_SETTINGS and CLAIM_PLAN_SETTINGS), the plan cache mode aside,
+   * which means nothing for a statement planned once. Sorts off: each triple is scanned on the claim index
    * whatever the statistics say (decision 0027). Sequential scans and hash joins off: the claim's
    * update finds its chosen rows by primary key, never by a hash join over the whole table, which
    * a claim of hundreds of rows on a table never analysed was planned as. Bitmap scans off: a bitmap
@@ -158,10 +158,7 @@ export class PostgresClaimQueries {
    * One round trip (a simple query of several statements).
    */
   async planClaimInTransaction(db: Queryable): Promise<void> {
-    const settings = [
-      ...PLAN_SETTINGS.filter((setting) => !setting.startsWith('plan_cache_mode')),
-      ...CLAIM_PLAN_SETTINGS,
-    ];
+    const settings = [...PLANNER_SETTINGS, ...CLAIM_PLAN_SETTINGS];
     await db.query(settings.map((setting) => `SET LOCAL ${setting}`).join('; '));
   }
 

@@ -65,19 +65,22 @@ export interface StoredStatement {
 }
 
 /**
- * The settings every stored statement's plan is made and run under; see the file header. JIT
+ * The planner settings every stored statement is planned and run under; see the file header. JIT
  * compilation is off: it pays off for long analytical queries, never for these millisecond
  * statements, yet a disabled path's cost estimate (PostgreSQL adds 10^10 per disabled node it
  * cannot avoid) would cross `jit_above_cost` and compile every call (800 ms measured for a claim).
+ * Also what a transaction sets with SET LOCAL to plan a statement sent as SQL the same way.
  */
-export const PLAN_SETTINGS = [
-  'plan_cache_mode = force_generic_plan',
+export const PLANNER_SETTINGS = [
   'enable_seqscan = off',
   'enable_bitmapscan = off',
   'enable_hashjoin = off',
   'enable_mergejoin = off',
   'jit = off',
 ];
+
+/** A function's settings: one generic plan per session, made under {@link PLANNER_SETTINGS}. */
+const PLAN_SETTINGS = ['plan_cache_mode = force_generic_plan', ...PLANNER_SETTINGS];
 
 /** Builds the function for one hot statement in `quotedSchema` (already quoted). */
 export function storedStatement(quotedSchema: string, spec: StoredStatementSpec): StoredStatement {
