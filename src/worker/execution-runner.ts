@@ -97,6 +97,18 @@ export class ExecutionRunner implements JobExecutionHooks {
   }
 
   /**
+   * Whether `execution`'s outcome has left for the database: its handler settled and no batch
+   * holds its write any more (the write is in a round trip, or answered). A heartbeat refused
+   * meanwhile says nothing of the lease: the database may have refused it because that very write
+   * had just completed, failed or released the job. The write's own answer says whether the lease
+   * had passed on (it is then reported stale).
+   */
+  outcomeWriteSent(execution: JobExecution): boolean {
+    const { lease } = execution;
+    return !execution.handlerRunning && !this.deps.completer.queued(lease) && !this.deps.failures.queued(lease);
+  }
+
+  /**
    * The renewer lost the lease of `execution`: cuts its handler off, or withdraws its completion
    * still waiting in a batch (it is then never written).
    */

@@ -106,6 +106,11 @@ export class LeaseWriteBatcher<R, O> {
     this.scheduleFlush();
   }
 
+  /** Whether a write under `lease` waits here to be sent (queued, or back in the queue to be retried). */
+  queued(lease: JobLease): boolean {
+    return this.pending.some((p) => p.lease.id === lease.id && p.lease.token === lease.token);
+  }
+
   /** Withdraws a queued write whose lease was lost; it resolves `abandoned`. */
   withdraw(lease: JobLease): void {
     const index = this.pending.findIndex((p) => p.lease.id === lease.id && p.lease.token === lease.token);

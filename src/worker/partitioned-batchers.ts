@@ -10,6 +10,7 @@ import type { JobLease, StorePartition, StorePartitions } from '../store/store.j
 
 /** What a partition's batcher offers besides its own way of queueing a write. */
 interface PartitionBatcher {
+  queued(lease: JobLease): boolean;
   withdraw(lease: JobLease): void;
   readonly unwritten: number;
   drain(): Promise<void>;
@@ -29,6 +30,11 @@ export class PartitionedBatchers<B extends PartitionBatcher> {
   /** The batcher of the partition that holds the job under `lease`. */
   of(lease: JobLease): B {
     return this.batchers[this.partitions.partOfId(lease.id)] ?? this.batchers[0]!;
+  }
+
+  /** Whether a write under `lease` waits in its partition's batcher to be sent. */
+  queued(lease: JobLease): boolean {
+    return this.of(lease).queued(lease);
   }
 
   /** Withdraws a queued write whose lease was lost; it resolves `abandoned`. */

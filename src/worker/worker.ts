@@ -542,6 +542,11 @@ export class Worker {
     // Counted and logged before the handler is cut off. A prefetched job that lost its lease
     // (cancelled, or heartbeats could not reach the database) never starts here.
     const execution = this.runner.executionOf(lease);
+    // A heartbeat that crossed the job's own outcome write on another connection is refused once
+    // that write commits: no loss, and the write's answer reports a stale lease if there was one.
+    // Counted as lost, 388 of 400 jobs whose failures were written in batches were each reported
+    // both failed and stale on a loaded CI machine, with a warning that their handlers were aborted.
+    if (execution && this.runner.outcomeWriteSent(execution)) return;
     const job = execution?.job ?? this.buffer.take(lease)?.job;
     this.report.leaseLost(job, reason);
     if (execution) this.runner.leaseLost(execution);

@@ -153,6 +153,44 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     expect(worker.stats).toMatchObject({ failed: total, completed: total, stale: 0, parked: 0 });
   });
 
+  it('counts no lost lease when a heartbeat crosses the job’s own completion and is refused because of it', async () => {
+    // On a loaded machine a heartbeat can leave before a completion's answer is back and reach the
+    // database after that completion committed: the job is done, so the database refuses it. That
+    // refusal is the write's doing, not a lost lease (it was counted as one, and as a stale write,
+    // with a warning that the handler was aborted, for a job completed once).
+    const docket = await open();
+    const { store } = docket;
+    const completeMany = store.jobCompleteMany.bind(store);
+    const heartbeatMany = store.jobHeartbeatMany.bind(store);
+    let committed = false;
+    const refusedAfter = deferred<void>();
+    store.jobCompleteMany = async (params) => {
+      const outcomes = await completeMany(params);
+      committed = true;
+      // Its answer waits for a heartbeat sent after it committed, and for that answer to be applied.
+      await within(refusedAfter.promise, 5000, 'a heartbeat refused after the completion committed');
+      return outcomes;
+    };
+    store.jobHeartbeatMany = async (params) => {
+      const sentAfterCommit = committed;
+      const results = await heartbeatMany(params);
+      if (sentAfterCommit && results.includes(null)) setImmediate(() => refusedAfter.resolve());
+      return results;
+    };
+    const lost: string[] = [];
+    docket.events.on('leaseLost', (event) => lost.push(event.job.id));
+    docket.handle('quick.done', async () => {});
+    const worker = docket.worker(QUICK);
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'quick.done' });
+    await expect.poll(() => worker.stats.completed, { timeout: 5000, interval: 20 }).toBe(1);
+    await worker.stop();
+
+    expect(lost).toEqual([]);
+    expect(worker.stats).toMatchObject({ completed: 1, stale: 0, leaseLost: 0, discarded: 0 });
+    expect((await docket.getJob(id))?.state).toBe('done');
+  });
+
   it('retries a failure batch the database refused while the lease is still held, and records it once', async () => {
     const docket = await open();
     const done = deferred<string>();
