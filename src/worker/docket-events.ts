@@ -69,7 +69,9 @@ export interface StaleEvent {
 /**
  * A running job's lease is gone and its handler's signal was aborted: `heartbeat_refused` when the
  * database said so (lapsed, taken over or cancelled), `lease_unconfirmed` when no heartbeat could
- * reach the database before the lease would have lapsed.
+ * reach the database before the lease would have lapsed. Also for a job whose handler has settled
+ * while its completion or failure still waits in a batch (the write is then withdrawn); not once
+ * that write has been sent, since its own answer decides (a `stale` event if the lease had passed on).
  */
 export interface LeaseLostEvent {
   job: ClaimedJob;
