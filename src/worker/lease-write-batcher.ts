@@ -108,16 +108,21 @@ export class LeaseWriteBatcher<R, O> {
 
   /** Whether a write under `lease` waits here to be sent (queued, or back in the queue to be retried). */
   queued(lease: JobLease): boolean {
-    return this.pending.some((p) => p.lease.id === lease.id && p.lease.token === lease.token);
+    return this.pendingIndexOf(lease) >= 0;
   }
 
   /** Withdraws a queued write whose lease was lost; it resolves `abandoned`. */
   withdraw(lease: JobLease): void {
-    const index = this.pending.findIndex((p) => p.lease.id === lease.id && p.lease.token === lease.token);
+    const index = this.pendingIndexOf(lease);
     if (index >= 0) {
       const [item] = this.pending.splice(index, 1);
       if (item) this.settle(item, 'abandoned');
     }
+  }
+
+  /** Where the queued write under `lease` (its job and token) sits, or -1. */
+  private pendingIndexOf(lease: JobLease): number {
+    return this.pending.findIndex((p) => p.lease.id === lease.id && p.lease.token === lease.token);
   }
 
   /** Writes not yet answered by the store: queued, or in the round trip in flight. */
