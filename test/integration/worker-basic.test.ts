@@ -4,12 +4,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { type Clock, systemClock } from '../../src/clock/clock.js';
 import {
   ConfigurationError,
   Docket,
   JobAbortError,
   type JobContext,
+  seededRandom,
+  silentLogger,
   ValidationError,
+  Worker,
   type WorkerOptions,
 } from '../../src/index.js';
 import { storeKinds } from '../support/stores.js';
@@ -186,6 +190,61 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     await expect.poll(() => worker.stats.completed, { timeout: 5000, interval: 20 }).toBe(1);
     await worker.stop();
 
+    expect(lost).toEqual([]);
+    expect(worker.stats).toMatchObject({ completed: 1, stale: 0, leaseLost: 0, discarded: 0 });
+    expect((await docket.getJob(id))?.state).toBe('done');
+  });
+
+  it('counts no lost lease when heartbeats cannot reach the database while the job’s completion is in flight', async () => {
+    // The same rule for the other kind of loss: heartbeats that fail past the lease's local
+    // deadline leave it unconfirmed, but a job whose completion already left for the database is
+    // that write's to judge. The completion commits and its answer is held; every heartbeat after
+    // the commit fails, and the first failure moves the worker's monotonic clock a lease on, so the
+    // renewer presumes the lease lost on that very failure. No loss is reported; the job is done once.
+    const docket = await open();
+    const { store } = docket;
+    const completeMany = store.jobCompleteMany.bind(store);
+    const heartbeatMany = store.jobHeartbeatMany.bind(store);
+    let committed = false;
+    const unconfirmed = deferred<void>();
+    let aheadMs = 0;
+    const clock: Clock = { ...systemClock, monotonic: () => systemClock.monotonic() + aheadMs };
+    store.jobCompleteMany = async (params) => {
+      const outcomes = await completeMany(params);
+      committed = true;
+      await within(unconfirmed.promise, 5000, 'a heartbeat failing past the lease after the commit');
+      return outcomes;
+    };
+    store.jobHeartbeatMany = async (params) => {
+      if (!committed) return heartbeatMany(params);
+      if (aheadMs === 0) {
+        aheadMs = QUICK.leaseMs! * 2;
+        // The renewer judges its leases right after this rejection, in the same turn.
+        setImmediate(() => unconfirmed.resolve());
+      }
+      throw Object.assign(new Error('connection terminated unexpectedly'), { code: '57P01' });
+    };
+    const lost: string[] = [];
+    docket.events.on('leaseLost', (event) => lost.push(event.job.id));
+    const errors: string[] = [];
+    docket.events.on('error', (event) => errors.push(event.operation));
+    const worker = new Worker(
+      {
+        store,
+        handlers: new Map([['quick.done', async () => {}]]),
+        events: docket.events,
+        logger: silentLogger,
+        random: seededRandom(7),
+        clock,
+      },
+      QUICK,
+    );
+    await worker.start();
+    const { id } = await docket.submit({ kind: 'quick.done' });
+    await expect.poll(() => worker.stats.completed, { timeout: 5000, interval: 20 }).toBe(1);
+    await worker.stop();
+
+    expect(errors).toContain('heartbeat');
     expect(lost).toEqual([]);
     expect(worker.stats).toMatchObject({ completed: 1, stale: 0, leaseLost: 0, discarded: 0 });
     expect((await docket.getJob(id))?.state).toBe('done');
