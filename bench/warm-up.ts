@@ -6,7 +6,7 @@
  * as the later ones here do.
  *
  *   npx tsx bench/warm-up.ts [--jobs 20000] [--drains 3] [--rounds 3] [--node 24] [--prefetch 500|auto]
- *     [--compiles] [--node-flags '--trace-deopt']
+ *     [--compiles] [--node-flags=--trace-deopt]
  *
  * Each round starts a new child process (on `--node`'s line, else this one) that opens Docket on
  * a scratch database and starts `docket.worker({ concurrency: 24, prefetch })`. For each drain this
