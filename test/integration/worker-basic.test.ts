@@ -481,7 +481,11 @@ describe.each(storeKinds())('worker runtime on %s', (kind) => {
     docket.handle('short', async () => {
       await sleep(200);
     });
-    const worker = docket.worker({ ...QUICK, shutdownGraceMs: 5000 });
+    // A lease far longer than a loaded machine's stalls: with QUICK's 600 ms, a CI run where this
+    // test took 1.7 s ended with a job pending, most likely a lease that lapsed in a stall, its job
+    // taken back by the worker's lapsed-lease search and given back at the stop. The grace period,
+    // not the lease, is what this test is about.
+    const worker = docket.worker({ ...QUICK, leaseMs: 10_000, shutdownGraceMs: 5000 });
     await worker.start();
     const ids = (await docket.submitMany([{ kind: 'short' }, { kind: 'short' }, { kind: 'short' }])).map((r) => r.id);
     await expect.poll(() => worker.runningCount, { timeout: 3000, interval: 10 }).toBe(3);
