@@ -234,28 +234,26 @@ function compiledText(times: { maglevMs?: number | undefined; turbofanMs?: numbe
   return `Maglev ${(times.maglevMs ?? 0).toFixed(0)} ms, Turbofan ${(times.turbofanMs ?? 0).toFixed(0)} ms`;
 }
 
-/** The child's messages, one at a time, in order. */
+/** The child's messages, one at a time, in order; a wait rejects once the child has exited. */
 function messagesOf(child: ChildProcess): { next(): Promise<FromChild> } {
   const queue: FromChild[] = [];
-  const waiting: ((message: FromChild) => void)[] = [];
+  const waiting: { resolve(message: FromChild): void; reject(error: Error): void }[] = [];
   let exited: Error | undefined;
   child.on('message', (message: FromChild) => {
     const waiter = waiting.shift();
-    if (waiter) waiter(message);
+    if (waiter) waiter.resolve(message);
     else queue.push(message);
   });
   child.on('exit', (code, signal) => {
     exited = new Error(`the worker process exited (code ${code}, signal ${signal})`);
+    for (const waiter of waiting.splice(0)) waiter.reject(exited);
   });
   return {
     next() {
       const message = queue.shift();
       if (message) return Promise.resolve(message);
       if (exited) return Promise.reject(exited);
-      return new Promise((resolve, reject) => {
-        waiting.push(resolve);
-        child.once('exit', () => reject(exited));
-      });
+      return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
     },
   };
 }

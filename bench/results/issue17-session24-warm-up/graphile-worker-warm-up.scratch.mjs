@@ -1,6 +1,8 @@
 // Scratch: graphile-worker 0.18 tuned, one running worker process, drains several backlogs in turn.
 import { fork } from 'node:child_process';
 import pg from '/work/main/node_modules/pg/lib/index.js';
+import { readdirSync, readFileSync } from 'node:fs';
+function pgCpuMs() { let t = 0; for (const pid of readdirSync('/proc')) { if (!/^\d+$/.test(pid)) continue; let s; try { s = readFileSync(`/proc/${pid}/stat`, 'utf8'); } catch { continue; } if (!s.includes('(postgres)')) continue; const f = s.slice(s.lastIndexOf(')') + 2).split(' '); t += Number(f[11]) + Number(f[12]); } return t * 10; }
 const gwPath = '/work/main/bench/peers-latest/node_modules/graphile-worker/dist/index.js';
 const N = Number(process.argv[3] ?? 20000), DRAINS = 3, ROUNDS = Number(process.argv[4] ?? 3);
 const url = 'postgres://root@127.0.0.1:5432/gwwarm';
@@ -33,8 +35,8 @@ if (process.argv[2] === 'child') {
       const runAt = new Date(Date.now() + 3000);
       for (let i = 0; i < N; i += 5000) await utils.addJobs(Array.from({ length: 5000 }, (_, j) => ({ identifier: 'noop', payload: { i: i + j }, runAt })));
       if (Date.now() >= runAt.getTime()) throw new Error('slow insert');
-      const m = await next(); row.push(m.report);
-      console.log(`round ${r + 1} drain ${d + 1}: ${Math.round(m.report.rate)} jobs/s, worker CPU ${m.report.cpu.toFixed(1)} µs a job`);
+      const db0 = pgCpuMs(); const m = await next(); await new Promise((r) => setTimeout(r, 300)); m.report.db = (pgCpuMs() - db0) * 1000 / N; row.push(m.report);
+      console.log(`round ${r + 1} drain ${d + 1}: ${Math.round(m.report.rate)} jobs/s, worker CPU ${m.report.cpu.toFixed(1)} µs a job, db CPU ${m.report.db.toFixed(1)} µs a job (from the due instant's approach, incl. completions)`);
     }
     res.push(row); child.kill(); await utils.release();
   }
