@@ -7,7 +7,8 @@
  *   npm run bench -- --smoke                 tiny sizes, about 2 min, results to a temp dir (CI)
  *   npm run bench                            the full run; writes bench/RESULTS.md + results.json
  *   npm run bench -- --only drain,spike      some workloads (drain backlog backfill outage stream spike schedule-spike large limit sqlite submit single-submit delayed neighbours http-submit remote-workers memory dashboard kinds)
- *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference)
+ *   npm run bench -- --only backlog --rounds 3  default vs tuned drains at 20k, 100k, 1M (+ graphile-worker, raw-SQL reference;
+ *                                            up to 100k the same worker then drains a second backlog)
  *   npm run bench -- --only backfill --rounds 3 a 100k backfill into a worker already running (decision 0023);
  *                                            --backfill-analyze off leaves out the ANALYZE (the control)
  *   npm run bench -- --only outage,backlog --backlog-jobs 20000 --rounds 3   every first attempt throwing
@@ -661,10 +662,18 @@ function drainsABacklog(c: Contender): boolean {
 }
 
 /**
+ * The largest backlog whose workers also drain a second one (workloads.ts secondDrain): a second
+ * million-job backlog would double the longest workload's time.
+ */
+const SECOND_DRAIN_MAX_JOBS = 100_000;
+
+/**
  * Drains of a backlog queued before any worker runs, at every size users hit (the issue's 20k,
  * 100k and 1M), Docket default and tuned beside graphile-worker default and tuned and the raw-SQL
  * reference. The largest size runs Docket and the reference only: seeding a million rows through
- * each peer's API and draining them at its default speed would take the whole time budget.
+ * each peer's API and draining them at its default speed would take the whole time budget. Up to
+ * {@link SECOND_DRAIN_MAX_JOBS}, the same worker process then drains a second backlog of the
+ * size (its code compiled by then, as a long-running worker's is), reported beside the first.
  */
 async function backlogDrains(all: readonly Contender[], results: RunRecord[]): Promise<void> {
   const largest = Math.max(...SIZES.backlogJobs);
@@ -680,7 +689,16 @@ async function backlogDrains(all: readonly Contender[], results: RunRecord[]): P
       'backlog',
       { jobs: n, procs: 1 },
       results,
-      (c, round) => drainRun(c, n, 1, { round, capMs: SIZES.backlogCapMs, workload: 'backlog', insertChunk: 10_000 }),
+      (c, round) =>
+        drainRun(c, n, 1, {
+          round,
+          capMs: SIZES.backlogCapMs,
+          workload: 'backlog',
+          insertChunk: 10_000,
+          ...(n <= SECOND_DRAIN_MAX_JOBS
+            ? { secondDrain: { databaseNow: () => databaseNow(databaseUrl('postgres')) } }
+            : {}),
+        }),
       drainSkip(results, SIZES.backlogCapMs, n, 1, 'backlog'),
     );
   }

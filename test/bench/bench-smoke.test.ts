@@ -163,6 +163,43 @@ describe('benchmark harness (smoke mode)', () => {
     expect(runs.filter((run) => run.problems.some((problem) => problem.startsWith('time budget')))).toEqual([]);
   }, 330_000);
 
+  it('drains a backlog and then, in the same worker process, a second one: both measured, every job once', async () => {
+    const backlogDir = mkdtempSync(join(tmpdir(), 'docket-bench-backlog-'));
+    try {
+      const { code, output } = await runBench([
+        '--smoke',
+        '--only',
+        'backlog',
+        '--systems',
+        'docket,raw-sql',
+        '--backlog-jobs',
+        '300',
+        '--out',
+        backlogDir,
+      ]);
+      expect(code, output.slice(-4000)).toBe(0);
+      const { runs } = JSON.parse(readFileSync(join(backlogDir, 'results.json'), 'utf8')) as {
+        runs: { workload: string; label: string; status: string; metrics: Record<string, number> }[];
+      };
+      const backlogs = runs.filter((run) => run.workload === 'backlog');
+      expect(backlogs.map((run) => run.label).sort()).toEqual(['docket (default)', 'docket (tuned)', 'raw-sql']);
+      for (const run of backlogs) {
+        expect([run.label, run.status]).toEqual([run.label, 'ok']);
+        // Each drain counted its own 300 jobs (the recorder fails a run on any job started twice).
+        expect([run.label, run.metrics.started, run.metrics.secondStarted]).toEqual([run.label, 300, 300]);
+        expect(run.metrics.secondJobsPerSec).toBeGreaterThan(0);
+      }
+      const report = readFileSync(join(backlogDir, 'RESULTS.md'), 'utf8');
+      expect(report).toMatch(/The same worker process, draining a second backlog/);
+      // Each system's second drain beside its first, and the second drains' ratios (an empty cell
+      // where the table's second-÷-first column has nothing to say of a ratio).
+      expect(report).toMatch(/\| raw-sql \| [\d,]+ \| \d+ % \|/);
+      expect(report).toMatch(/\| docket \(tuned\) ÷ raw-sql \| \d+ % \| {2}\|/);
+    } finally {
+      rmSync(backlogDir, { recursive: true, force: true });
+    }
+  });
+
   it('runs the shard benchmark on 1 and 2 CPU-capped clusters, every job once, and writes its section', async () => {
     const shardDir = join(outDir, 'shards');
     const { code, output } = await runBench(['--shards', '--smoke', '--out', shardDir]);
