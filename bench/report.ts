@@ -424,7 +424,8 @@ function secondDrainTable(bench: BenchResults, sets: Params[], names: string[]):
   return [
     '**The same worker process, draining a second backlog.** Once its first backlog was drained, each run inserted a second one of the same size while its worker process idled, all due at one instant after the last insert. ' +
       "A worker that has drained once has its hot code compiled by V8's JIT, as a long-running worker has when a backfill arrives; the first drain above includes that compiling (bench/warm-up.ts measures it). " +
-      'Medians of the second drains, each beside its first; then the ratios of the second drains. Informational: the targets are judged on the first drain, which a freshly deployed worker meets.',
+      "The second backlog also meets what the first left in the table: its finished records (Docket's by default) or dead rows (a deleting system's), and the dead index entries of both, until a VACUUM; whether one runs in between is the database's autovacuum setting. " +
+      'Medians of the second drains, each beside its first; then the ratios of the second drains. Informational: the targets are judged on the first drain, which a freshly deployed worker meets on a fresh table.',
     '',
     table(
       [
