@@ -218,6 +218,9 @@ describe.each(storeKinds())('docket work on %s', (kind) => {
   }, 60_000);
 
   it('logs a lost lease and the stale heartbeat behind it when a running job is cancelled', async () => {
+    // A lease no stall of a loaded CI machine (1-2 s) outlasts: the loss is the cancel's refused
+    // heartbeat, and with 1 s one slow heartbeat round trip read as lease_unconfirmed instead.
+    // Heartbeats stay frequent, so the refusal comes soon.
     const worker = startDocket([
       'work',
       '--handlers',
@@ -227,7 +230,7 @@ describe.each(storeKinds())('docket work on %s', (kind) => {
       '--queues',
       'lease',
       '--lease-ms',
-      '1000',
+      '10000',
       '--heartbeat-interval-ms',
       '200',
       '--id',

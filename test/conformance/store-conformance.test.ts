@@ -1314,7 +1314,7 @@ describe.each(conformanceStoreKinds())('%s store conformance', (kind) => {
       const unsubscribe = await store.subscribe((wakeUp) => deliver(wakeUp));
       try {
         await store.jobSubmit({ jobs: [spec({ kind: 'conf.wake', queue: q })] });
-        const wakeUp = await withTimeout(woke, 5000, 'wake-up after a due submit');
+        const wakeUp = await withTimeout(woke, 10_000, 'wake-up after a due submit');
         if (wakeUp.runAt !== null) {
           expect(wakeUp.runAt.getTime()).toBeLessThanOrEqual((await store.now()).getTime() + 1);
         }

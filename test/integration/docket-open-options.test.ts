@@ -97,8 +97,9 @@ describe.runIf(storeKinds().includes('postgres'))('Docket.open store options on 
     const url = `postgres://postgres@127.0.0.1:${port}/test`;
     let startedAt = Date.now();
     await expect(Docket.open({ url, connectTimeoutMs: 0 })).rejects.toThrow(/ECONNREFUSED|connect/);
-    // The store's default is 30 s of retries; 0 gives up on the first refusal.
-    expect(Date.now() - startedAt).toBeLessThan(2_000);
+    // The store's default is 30 s of retries; 0 gives up on the first refusal. The bound leaves
+    // room for a loaded machine's stalls (1-2 s) and is still far under the default.
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
 
     startedAt = Date.now();
     await expect(Docket.open({ url, connectTimeoutMs: 1500 })).rejects.toThrow(/ECONNREFUSED|connect/);

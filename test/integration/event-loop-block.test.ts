@@ -30,13 +30,15 @@ describe.each(storeKinds())('a handler blocking the event loop on %s', (kind) =>
     const docket = await Docket.open({ url: db.url });
     const rival = await Docket.open({ url: db.url });
     try {
-      const leaseMs = 3000;
-      const heartbeatIntervalMs = 1000;
+      // Scaled so the lease outlasts the block by more than a loaded CI machine's stall (1-2 s):
+      // with a 3 s lease and a 1.6 s block, a stall of 1.4 s lapsed the lease and the rival ran it.
+      const leaseMs = 6000;
+      const heartbeatIntervalMs = 2000;
       const runs: number[] = [];
       const handler = (_payload: unknown, ctx: { token: number }) => {
         runs.push(ctx.token);
         // 1.6 heartbeat intervals without a single beat, but well inside the lease.
-        blockEventLoop(1600);
+        blockEventLoop(3200);
       };
       docket.handle('blocking', handler);
       rival.handle('blocking', handler);

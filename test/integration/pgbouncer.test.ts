@@ -26,8 +26,12 @@ import {
 import { createTestDatabase, POSTGRES_URL, storeKinds, type TestDatabase } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
 
-/** Short leases keep the test quick; heartbeats at a third of the lease. */
-const QUICK: WorkerOptions = { leaseMs: 2000, heartbeatIntervalMs: 600, shutdownGraceMs: 1000 };
+/**
+ * A lease no stall of a loaded CI machine (1-2 s) outlasts, heartbeats at a tenth of it: these tests
+ * count exact attempts but are not about leases, and with 2 s a stall could lapse a lease and the job
+ * be taken back and run again (at-least-once, as designed).
+ */
+const QUICK: WorkerOptions = { leaseMs: 10_000, heartbeatIntervalMs: 1000, shutdownGraceMs: 1000 };
 
 /** Runs `sql` on a direct (unpooled) connection to the main cluster: assertions only. */
 async function direct<R extends pg.QueryResultRow>(sql: string, values: unknown[] = []): Promise<R[]> {
@@ -183,11 +187,12 @@ describe.runIf(runs)('Docket through pgbouncer in transaction mode', () => {
 
     const submittedAt = Date.now();
     const { id } = await submitter.submit({ kind: 'pooled.wake', payload: {} });
-    expect(await within(ran.promise, 5000, 'the woken worker running the job')).toBe(id);
+    // Far under the minute-long poll, with room for a loaded machine's stalls.
+    expect(await within(ran.promise, 15_000, 'the woken worker running the job')).toBe(id);
     const wakeMs = Date.now() - submittedAt;
     await worker.stop();
     console.log(`pgbouncer, listenUrl direct, poll 60 s: submit to handler start in ${wakeMs} ms`);
-    expect(wakeMs).toBeLessThan(5000);
+    expect(wakeMs).toBeLessThan(15_000);
   });
 
   it('runs jobs end to end in a real `docket work --listen-url off` process through the pooler, and exits 0 on SIGTERM', async () => {

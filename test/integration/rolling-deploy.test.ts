@@ -14,7 +14,9 @@ import { eventually, useChildWorkers } from './support/suite-fixtures.js';
 
 const KIND_A = 'deploy.a';
 const KIND_B = 'deploy.b';
-const REGISTRY_TTL_MS = 1500;
+// Long enough that a killed worker's record is still listed when read just after the kill, on a
+// loaded machine where a read can stall 1-2 s (with 1.5 s it could already have expired).
+const REGISTRY_TTL_MS = 5000;
 
 describe.each(storeKinds())('rolling deploy across processes on %s', (kind) => {
   const processes = useChildWorkers(kind, 'docket-deploy-');
@@ -24,7 +26,9 @@ describe.each(storeKinds())('rolling deploy across processes on %s', (kind) => {
       id,
       ledger,
       kinds,
-      leaseMs: 3000,
+      // A lease no stall of a loaded CI machine (1-2 s) outlasts: the first test counts attempts,
+      // and with 3 s a stall could lapse a lease and another worker run the job again (attempt 2).
+      leaseMs: 10_000,
       heartbeatIntervalMs: 1000,
       pollIntervalMs: 100,
       concurrency: 4,
@@ -126,7 +130,7 @@ describe.each(storeKinds())('rolling deploy across processes on %s', (kind) => {
     await eventually(
       () => docket.listWorkers(),
       (workers) => (byId(workers, 'reg-victim')?.lastSeenAt.getTime() ?? 0) > firstExpiry,
-      10_000,
+      REGISTRY_TTL_MS + 10_000,
       'a refresh past the first expiry',
     );
 

@@ -7,7 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Docket, type Store, type WorkerOptions } from '../../src/index.js';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
 
-const QUICK: WorkerOptions = { leaseMs: 2000, heartbeatIntervalMs: 600, pollIntervalMs: 100, shutdownGraceMs: 500 };
+// A lease no stall of a loaded CI machine (1-2 s) outlasts: these tests check each slot ran once,
+// and with 2 s a stall could lapse a lease and the run be taken back and run again (at-least-once).
+const QUICK: WorkerOptions = { leaseMs: 10_000, heartbeatIntervalMs: 1000, pollIntervalMs: 100, shutdownGraceMs: 500 };
 
 describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) => {
   let db: TestDatabase;
@@ -53,7 +55,9 @@ describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) =>
     await docket.pauseSchedule(`every-second-${kind}`);
     // Runs already started when the pause landed finish; wait for them before reading the slots.
     await expect
-      .poll(async () => (await docket.listJobs({ queue: `tick-${kind}`, states: ['running'] })).length)
+      .poll(async () => (await docket.listJobs({ queue: `tick-${kind}`, states: ['running'] })).length, {
+        timeout: 10_000,
+      })
       .toBe(0);
     expect(new Set(slots).size).toBe(slots.length);
     const ms = slots.map((slot) => Date.parse(slot)).sort((a, b) => a - b);
@@ -81,7 +85,9 @@ describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) =>
     // Long enough for the worker's first repair sweeps (within two seconds of its start) to run.
     await expect.poll(() => slots.length, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(4);
     await docket.pauseSchedule(`lean-every-second-${kind}`);
-    await expect.poll(async () => (await docket.listJobs({ queue, states: ['running'] })).length).toBe(0);
+    await expect
+      .poll(async () => (await docket.listJobs({ queue, states: ['running'] })).length, { timeout: 10_000 })
+      .toBe(0);
     await worker.stop();
     expect(slots).not.toContain('none');
     expect(new Set(slots).size).toBe(slots.length);
@@ -105,7 +111,7 @@ describe.each(storeKinds())('recurring schedules with a worker on %s', (kind) =>
     await docket.worker({ ...QUICK, queues: [`yearly-${kind}`] }).start();
     await expect
       .poll(async () => (await docket.listJobs({ queue: `yearly-${kind}`, states: ['pending'] })).length, {
-        timeout: 6000,
+        timeout: 15_000,
         interval: 100,
       })
       .toBe(1);

@@ -203,12 +203,12 @@ describe('group-committed submits on postgres: wake-ups, transactions, HTTP', ()
     await listener.query(`LISTEN "${wakeChannel(store.schema)}"`);
     notifications.length = 0;
     await docket.submit({ kind: 'wake', payload: 0 });
-    await expect.poll(() => notifications.length, { timeout: 2000 }).toBe(1);
+    await expect.poll(() => notifications.length, { timeout: 10_000 }).toBe(1);
     notifications.length = 0;
     await Promise.all(Array.from({ length: 200 }, (_, n) => docket.submit({ kind: 'wake', payload: n })));
     // Let any late notification arrive before counting.
     await docket.submit({ kind: 'wake', payload: 'marker' });
-    await expect.poll(() => notifications.length, { timeout: 2000 }).toBeGreaterThan(0);
+    await expect.poll(() => notifications.length, { timeout: 10_000 }).toBeGreaterThan(0);
     expect(notifications.length).toBeLessThanOrEqual(3);
   });
 

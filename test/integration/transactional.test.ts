@@ -25,6 +25,12 @@ const SEED = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 100, jitterRatio: 0 };
 // Leases long enough that a loaded CI machine does not let a healthy job's lease lapse mid-test.
 const QUICK: WorkerOptions = { leaseMs: 2000, heartbeatIntervalMs: 600, pollIntervalMs: 100, shutdownGraceMs: 500 };
+/**
+ * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that check exact
+ * attempts, tokens or stale/leaseLost counts but are not about leases: with 2 s a stall can lapse
+ * a lease and the job be taken back and run again (at-least-once, as designed).
+ */
+const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
 
 describe('transactional enqueue and completion on PostgreSQL', () => {
   let db: TestDatabase;
@@ -123,11 +129,11 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
         // Notifications arrive in commit order: once a later-committed submit's wake-up is here,
         // an uncommitted one cannot have been sent.
         await docket.submit({ kind: 'tx.fence', queue: 'fences', runAt: fence });
-        await within(wakeUps.arrival(fence), 5000, 'the fence wake-up');
+        await within(wakeUps.arrival(fence), 10_000, 'the fence wake-up');
         expect(wakeUps.seen).not.toContain(inTx.getTime());
 
         await client.query('COMMIT');
-        await within(wakeUps.arrival(inTx), 5000, 'the wake-up of the committed submit');
+        await within(wakeUps.arrival(inTx), 10_000, 'the wake-up of the committed submit');
         expect(await docket.getJob(submitted.id)).toMatchObject({ kind: 'tx.enqueue', state: 'pending' });
         expect(await orderRows('enq-commit-1')).toHaveLength(1);
       } finally {
@@ -157,7 +163,7 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
         client.release();
       }
       await docket.submit({ kind: 'tx.fence', queue: 'fences', runAt: fence });
-      await within(wakeUps.arrival(fence), 5000, 'the fence wake-up');
+      await within(wakeUps.arrival(fence), 10_000, 'the fence wake-up');
       await wakeUps.unsubscribe();
       for (const runAt of runAts) expect(wakeUps.seen).not.toContain(runAt.getTime());
       for (const id of ids) expect(await docket.getJob(id)).toBeNull();
@@ -176,8 +182,8 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
         return (await docket.submit(input, { transaction: client })).id;
       });
       // The poll interval is a minute: only the NOTIFY delivered at commit can start it this fast.
-      expect(await within(ran.promise, 5000, 'the handler of the committed job')).toEqual({ order: 'enq-run-1' });
-      await expect.poll(async () => (await docket.getJob(id))?.state, { timeout: 5000 }).toBe('done');
+      expect(await within(ran.promise, 10_000, 'the handler of the committed job')).toEqual({ order: 'enq-run-1' });
+      await expect.poll(async () => (await docket.getJob(id))?.state, { timeout: 10_000 }).toBe('done');
     });
 
     it('refuses a pool, a client outside BEGIN and a non-client, writing nothing', async () => {
@@ -224,11 +230,11 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       const stale: string[] = [];
       docket.events.on('completed', (event) => completed.resolve(event.job.id));
       docket.events.on('stale', (event) => stale.push(`${event.operation}:${event.job.id}`));
-      const worker = docket.worker({ ...QUICK, queues: ['complete'] });
+      const worker = docket.worker({ ...LONG_LEASE, queues: ['complete'] });
       await worker.start();
       const { id } = await docket.submit({ kind: 'tx.complete', queue: 'complete', payload: { order: 'done-1' } });
 
-      expect(await within(completed.promise, 5000, 'the completed event')).toBe(id);
+      expect(await within(completed.promise, 10_000, 'the completed event')).toBe(id);
       expect(await docket.getJob(id)).toMatchObject({ state: 'done', attempts: 1, token: 1 });
       expect(await orderRows('done-1')).toEqual([{ id: 'done-1', note: 'shipped', job_id: id }]);
       await worker.stop();
@@ -253,7 +259,7 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       });
       const completed = deferred<string>();
       docket.events.on('completed', (event) => completed.resolve(event.job.id));
-      const worker = docket.worker({ ...QUICK, queues: ['lean'] });
+      const worker = docket.worker({ ...LONG_LEASE, queues: ['lean'] });
       await worker.start();
       const { id } = await docket.submit({
         kind: 'tx.lean',
@@ -298,7 +304,7 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       });
       await worker.start();
       const { id } = await docket.submit({ kind: 'tx.takeover', queue: 'takeover' });
-      const ctx = await within(started.promise, 5000, 'the old attempt');
+      const ctx = await within(started.promise, 10_000, 'the old attempt');
 
       // Another worker takes the job over: at a pinned instant past the old lease, it has lapsed.
       const dbNow = await docket.store.now();
@@ -312,7 +318,7 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       expect(taken).toMatchObject({ id, token: ctx.token + 1 });
 
       go.resolve();
-      const error = await within(refused.promise, 5000, 'the old attempt’s refusal');
+      const error = await within(refused.promise, 10_000, 'the old attempt’s refusal');
       expect(error).toBeInstanceOf(StaleLeaseError);
       expect(error).toMatchObject({ jobId: id, token: ctx.token, code: 'stale_lease' });
       expect(await orderRows('takeover-')).toEqual([]);
@@ -357,7 +363,7 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       docket.events.on('completed', (event) => completed.resolve(event.job.id));
       const failed: string[] = [];
       docket.events.on('failed', (event) => failed.push(event.error.message));
-      const worker = docket.worker({ ...QUICK, queues: ['rollback'] });
+      const worker = docket.worker({ ...LONG_LEASE, queues: ['rollback'] });
       await worker.start();
       const { id } = await docket.submit({ kind: 'tx.rollback', queue: 'rollback', retry: FAST_RETRY });
 
@@ -394,7 +400,7 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       await worker.start();
       const slow = await docket.submit({ kind: 'tx.slow-commit', queue: 'slow' });
       const { id: neighbourId } = await docket.submit({ kind: 'tx.neighbour', queue: 'neighbour' });
-      await within(Promise.all([completedInTx.promise, neighbour.promise]), 5000, 'both handlers running');
+      await within(Promise.all([completedInTx.promise, neighbour.promise]), 10_000, 'both handlers running');
 
       // At an instant past the slow job's lease, a claimer still skips it: its row is locked.
       const dbNow = await docket.store.now();
@@ -407,18 +413,18 @@ describe('transactional enqueue and completion on PostgreSQL', () => {
       });
       expect(other).toEqual([]);
       // The worker's heartbeat batch is not held up by that lock: the neighbour's lease is renewed
-      // four times (200 ms apart: past the slow job's 600 ms lease) while the completing
+      // four times (600 ms apart: past the slow job's 2 s lease) while the completing
       // transaction stays open.
       const neighbourLeaseMs = async () => (await docket.getJob(neighbourId))?.leaseUntil?.getTime() ?? 0;
       for (let beat = 0; beat < 4; beat++) {
         const before = await neighbourLeaseMs();
-        await expect.poll(neighbourLeaseMs, { timeout: 5000 }).toBeGreaterThan(before);
+        await expect.poll(neighbourLeaseMs, { timeout: 10_000 }).toBeGreaterThan(before);
       }
       expect(lost).toEqual([]);
 
       commit.resolve();
       neighbourDone.resolve();
-      await expect.poll(() => completed.get('tx.slow-commit') ?? 0, { timeout: 5000 }).toBe(1);
+      await expect.poll(() => completed.get('tx.slow-commit') ?? 0, { timeout: 10_000 }).toBe(1);
       expect(await docket.getJob(slow.id)).toMatchObject({ state: 'done', attempts: 1 });
       expect(lost.filter((entry) => entry.startsWith('tx.slow-commit'))).toEqual([]);
       expect(await orderRows('slow-')).toHaveLength(1);

@@ -12,12 +12,15 @@ import { countCalls } from '../support/store-calls.js';
 import { storeKinds } from '../support/stores.js';
 import { eventually, useInProcessDockets } from './support/suite-fixtures.js';
 
-/** Resolves once job `id` is done. */
+/**
+ * Resolves once job `id` is done: within 15 s, room for a loaded machine's stalls and still far
+ * under the minute-long poll that would start a job no wake-up reached.
+ */
 function done(docket: Docket, id: string, what: string) {
   return eventually(
     () => docket.getJob(id),
     (job) => job?.state === 'done',
-    5_000,
+    15_000,
     what,
   );
 }
@@ -45,7 +48,7 @@ describe.each(storeKinds())('wake-ups on %s', (kind) => {
       await eventually(
         async () => counter.count,
         (claims) => claims >= 1,
-        5_000,
+        10_000,
         'first claim',
       );
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -67,7 +67,7 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
       await warm.submit({ kind: 'warm' });
       await warm.close();
       // The warm-up's sockets close asynchronously after end(); the baseline has none of ours.
-      await expect.poll(() => activeResources().TCPSocketWrap ?? 0, { timeout: 3000, interval: 20 }).toBe(0);
+      await expect.poll(() => activeResources().TCPSocketWrap ?? 0, { timeout: 10_000, interval: 20 }).toBe(0);
       const before = activeResources();
 
       const docket = await Docket.open({ url: db.url });
@@ -76,7 +76,9 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
         ran += 1;
       });
       for (let cycle = 0; cycle < 50; cycle += 1) {
-        const worker = docket.worker({ leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 50 });
+        // A lease no stall of a loaded CI machine (1-2 s) outlasts: with 600 ms a stall could lapse
+        // one and the job run twice (at-least-once, as designed), and \`ran\` below is exact.
+        const worker = docket.worker({ leaseMs: 10_000, heartbeatIntervalMs: 200, pollIntervalMs: 50 });
         await worker.start();
         if (cycle % 10 === 0) {
           // Every tenth cycle does real work, so stop also has leases, heartbeats and completions to settle.
@@ -84,7 +86,7 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
           const onCompleted = () => done.resolve();
           docket.events.on('completed', onCompleted);
           await docket.submit({ kind: 'cycle' });
-          await within(done.promise, 5000, `cycle ${cycle} job`);
+          await within(done.promise, 10_000, `cycle ${cycle} job`);
           docket.events.off('completed', onCompleted);
         }
         await worker.stop();
@@ -99,7 +101,7 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
 
       expect(ran).toBe(5);
       // Sockets close asynchronously after end(); give them a moment rather than a fixed sleep.
-      await expect.poll(activeResources, { timeout: 3000, interval: 50 }).toEqual(before);
+      await expect.poll(activeResources, { timeout: 10_000, interval: 50 }).toEqual(before);
       expect(rejections).toEqual([]);
     } finally {
       process.off('unhandledRejection', onRejection);
@@ -261,7 +263,7 @@ describe.each(storeKinds())('worker lifecycle on %s', (kind) => {
       const worker = docket.worker({ concurrency: 20, leaseMs: 2000, heartbeatIntervalMs: 500, pollIntervalMs: 100 });
       await worker.start();
       const ids = (await docket.submitMany(Array.from({ length: 300 }, () => ({ kind: 'work' })))).map((r) => r.id);
-      await expect.poll(() => completed.size, { timeout: 5000, interval: 5 }).toBeGreaterThan(30);
+      await expect.poll(() => completed.size, { timeout: 15_000, interval: 5 }).toBeGreaterThan(30);
       // Every backend that has touched this test's schema: the pool's and the listener's.
       const { rows } = await admin.query<{ n: number }>(
         `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity

@@ -13,6 +13,12 @@ import { deferred, within } from './support/deferred.js';
 
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 50, jitterRatio: 0 };
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 300 };
+/**
+ * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that check exact
+ * log lines but are not about a lease lapsing: with 600 ms a stall can lapse a lease and the job
+ * run again (at-least-once, as designed), adding or renumbering attempts.
+ */
+const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
 
 interface LogLine {
   level: number;
@@ -58,7 +64,7 @@ describe.each(storeKinds())('worker logs through pino on %s', (kind) => {
     });
     const parked = deferred<string>();
     docket.events.on('parked', (event) => parked.resolve(event.job.state));
-    await docket.worker({ ...QUICK, id: 'log-worker', queues: ['log-fail'] }).start();
+    await docket.worker({ ...LONG_LEASE, id: 'log-worker', queues: ['log-fail'] }).start();
     const { id } = await docket.submit({ kind: 'log.fails', queue: 'log-fail', maxAttempts: 2, retry: FAST_RETRY });
     expect(await within(parked.promise, 10_000, 'park')).toBe('dead');
 
@@ -98,8 +104,9 @@ describe.each(storeKinds())('worker logs through pino on %s', (kind) => {
     const lost = deferred<string>();
     docket.events.on('leaseLost', (event) => lost.resolve(event.reason));
     // A lease long enough that the refusal arrives before it runs out unconfirmed on a loaded
-    // machine (with 600 ms, one slow heartbeat round trip reads as lease_unconfirmed).
-    await docket.worker({ ...QUICK, leaseMs: 1500, heartbeatIntervalMs: 250, queues: ['log-cancel'] }).start();
+    // machine (with 600 ms, one slow heartbeat round trip reads as lease_unconfirmed; 1.5 s left
+    // no room for a 1-2 s stall); heartbeats stay frequent, so the refusal comes soon.
+    await docket.worker({ ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 250, queues: ['log-cancel'] }).start();
     const { id } = await docket.submit({ kind: 'log.cancelled', queue: 'log-cancel' });
     await within(started.promise, 10_000, 'handler start');
     expect(await docket.cancelJob(id)).toBe('cancelled');

@@ -10,6 +10,12 @@ import { deferred, within } from './support/deferred.js';
 import { useInProcessDockets } from './support/suite-fixtures.js';
 
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
+/**
+ * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that check each job
+ * ran once but are not about leases: with 600 ms a stall can lapse a lease and its job run again
+ * (at-least-once, as designed), which breaks those counts.
+ */
+const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
 
 /**
  * Queues `total` jobs of `kind` on `docket` with a handler that counts each job's runs; answers
@@ -80,7 +86,7 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
         inFlight -= 1;
       }
     };
-    const worker = docket.worker({ ...QUICK, concurrency: 4, prefetch: 1000, claimBatchSize: 504 });
+    const worker = docket.worker({ ...LONG_LEASE, concurrency: 4, prefetch: 1000, claimBatchSize: 504 });
     await worker.start();
     await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
     await worker.stop();
@@ -107,7 +113,7 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
       largestCompletion = Math.max(largestCompletion, params.leases.length);
       return completeMany(params);
     };
-    const worker = docket.worker({ ...QUICK, concurrency: 24 });
+    const worker = docket.worker({ ...LONG_LEASE, concurrency: 24 });
     await worker.start();
     await expect.poll(() => worker.stats.completed, { timeout: 30_000, interval: 50 }).toBe(total);
     await worker.stop();
@@ -159,9 +165,12 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     const rest = await docket.submitMany(
       Array.from({ length: 4 }, (_, k) => ({ kind: 'prefetch.block', payload: { i: k + 1 } })),
     );
-    const worker = docket.worker({ ...QUICK, concurrency: 1, prefetch: 4 });
+    // The lease is the subject here (only heartbeats keep buffered jobs), so it stays short, but
+    // with room for a loaded machine's stall (1-2 s) between heartbeats: 600 ms left none.
+    const leaseMs = 3000;
+    const worker = docket.worker({ ...QUICK, leaseMs, heartbeatIntervalMs: 500, concurrency: 1, prefetch: 4 });
     await worker.start();
-    await expect.poll(() => worker.bufferedCount, { timeout: 5000 }).toBe(4);
+    await expect.poll(() => worker.bufferedCount, { timeout: 10_000 }).toBe(4);
     const leased = await Promise.all(rest.map((job) => docket.getJob(job.id)));
     for (const job of leased) expect(job?.state).toBe('running');
     const firstLeaseUntil = Math.max(...leased.map((job) => job!.leaseUntil!.getTime()));
@@ -172,12 +181,12 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
           const jobs = await Promise.all(rest.map((job) => docket.getJob(job.id)));
           return Math.min(...jobs.map((job) => job?.leaseUntil?.getTime() ?? 0));
         },
-        { timeout: 5000, interval: 50 },
+        { timeout: 15_000, interval: 50 },
       )
-      .toBeGreaterThan(firstLeaseUntil + QUICK.leaseMs!);
+      .toBeGreaterThan(firstLeaseUntil + leaseMs);
     expect(starts.get(1)).toBeUndefined();
     gate.resolve();
-    await expect.poll(() => worker.stats.completed, { timeout: 5000 }).toBe(5);
+    await expect.poll(() => worker.stats.completed, { timeout: 10_000 }).toBe(5);
     expect([...starts.entries()].sort((a, b) => a[0] - b[0])).toEqual([0, 1, 2, 3, 4].map((i) => [i, 1]));
     expect(lost).toEqual([]);
     expect((await docket.getJob(first.id))?.state).toBe('done');
@@ -200,15 +209,17 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     const rest = await docket.submitMany(
       Array.from({ length: 3 }, (_, k) => ({ kind: 'prefetch.release', payload: { i: k + 1 } })),
     );
-    const first = docket.worker({ ...QUICK, concurrency: 1, prefetch: 3, shutdownGraceMs: 5000 });
+    // A grace period far past the poll below, so "released before it ends" holds with room for a
+    // loaded machine's stalls; the stop still ends as soon as the gate opens.
+    const first = docket.worker({ ...LONG_LEASE, concurrency: 1, prefetch: 3, shutdownGraceMs: 30_000 });
     await first.start();
-    await within(blocking.promise, 5000, 'the blocking job');
-    await expect.poll(() => first.bufferedCount, { timeout: 5000 }).toBe(3);
+    await within(blocking.promise, 10_000, 'the blocking job');
+    await expect.poll(() => first.bufferedCount, { timeout: 10_000 }).toBe(3);
     const stopping = first.stop();
     // Released before the grace period ends: the running handler still blocks the stop.
     await expect
       .poll(async () => (await Promise.all(rest.map((job) => docket.getJob(job.id)))).map((job) => job?.state), {
-        timeout: 3000,
+        timeout: 10_000,
         interval: 20,
       })
       .toEqual(['pending', 'pending', 'pending']);
@@ -217,9 +228,9 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     await stopping;
     expect(first.stats.released).toBe(3);
     expect(first.bufferedCount).toBe(0);
-    const second = docket.worker({ ...QUICK, concurrency: 2, prefetch: 2 });
+    const second = docket.worker({ ...LONG_LEASE, concurrency: 2, prefetch: 2 });
     await second.start();
-    await expect.poll(() => second.stats.completed, { timeout: 5000 }).toBe(3);
+    await expect.poll(() => second.stats.completed, { timeout: 10_000 }).toBe(3);
     await second.stop();
     expect([...ranBy.keys()].sort()).toEqual([0, 1, 2, 3]);
     for (const ids of ranBy.values()) expect(ids).toHaveLength(1);
@@ -235,18 +246,20 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     });
     await docket.submit({ kind: 'prefetch.cancel', payload: { i: 0 }, priority: -1 });
     const victim = await docket.submit({ kind: 'prefetch.cancel', payload: { i: 1 } });
-    const worker = docket.worker({ ...QUICK, concurrency: 1, prefetch: 1 });
+    // The lease is lost by the cancel, not by lapsing: a lease no stall outlasts, so the blocking
+    // job is not taken back and run again; heartbeats stay at 200 ms to hear the refusal soon.
+    const worker = docket.worker({ ...QUICK, leaseMs: 10_000, concurrency: 1, prefetch: 1 });
     const lost = deferred<void>();
     docket.events.on('leaseLost', (event) => {
       if (event.job.id === victim.id) lost.resolve();
     });
     await worker.start();
-    await expect.poll(() => worker.bufferedCount, { timeout: 5000 }).toBe(1);
+    await expect.poll(() => worker.bufferedCount, { timeout: 10_000 }).toBe(1);
     expect(await docket.cancelJob(victim.id)).toBe('cancelled');
-    await within(lost.promise, 5000, 'the lease loss of the cancelled buffered job');
+    await within(lost.promise, 10_000, 'the lease loss of the cancelled buffered job');
     expect(worker.bufferedCount).toBe(0);
     gate.resolve();
-    await expect.poll(() => worker.stats.completed, { timeout: 5000 }).toBe(1);
+    await expect.poll(() => worker.stats.completed, { timeout: 10_000 }).toBe(1);
     await worker.stop();
     expect(started).toEqual([0]);
   });
@@ -255,7 +268,7 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
     const docket = await open();
     const total = 3000;
     const { expectEachRanOnce } = await queueCountedJobs(docket, 'prefetch.auto', total);
-    const worker = docket.worker({ ...QUICK, concurrency: 4 });
+    const worker = docket.worker({ ...LONG_LEASE, concurrency: 4 });
     expect(worker.options.prefetchAuto).toBe(true);
     let mostBuffered = 0;
     docket.events.on('started', () => {
@@ -275,7 +288,8 @@ describe.each(storeKinds())('worker prefetch on %s', (kind) => {
       await new Promise((resolve) => setTimeout(resolve, 700));
     });
     await docket.submitMany(Array.from({ length: 8 }, (_, i) => ({ kind: 'prefetch.slow', payload: { i } })));
-    const worker = docket.worker({ ...QUICK, concurrency: 2 });
+    // Handlers of 700 ms outlast QUICK's 600 ms lease; a long one, so no stall has them run twice.
+    const worker = docket.worker({ ...LONG_LEASE, concurrency: 2 });
     // What the worker holds beyond its slots, sampled between ticks (a claim's batch passes through
     // the buffer within one synchronous call, which a sampler never sees). The database's count of
     // running rows is no measure: a finished job stays running there until its batched completion

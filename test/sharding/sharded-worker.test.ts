@@ -110,7 +110,9 @@ describe('a worker on a sharded store', () => {
   it("keeps confirming a healthy shard's leases while another shard's heartbeats hang", async () => {
     const queue = 'hang-heartbeats';
     const { docket } = await openDocket();
-    const leaseMs = 1_500;
+    // Heartbeats at a sixth of the lease: the healthy shard's lease survives a loaded machine's
+    // 1-2 s stall (with 1.5 s and 300 ms, a 1.2 s stall aborted the healthy job too).
+    const leaseMs = 3_000;
     const started = new Set<string>();
     /** Jobs whose handler was aborted at least once (a re-run after a lost lease starts the handler anew). */
     const aborted = new Set<string>();
@@ -125,7 +127,7 @@ describe('a worker on a sharded store', () => {
     });
     const [onHealthy] = await direct[0]!.jobSubmit({ jobs: [spec('slow', queue)] });
     const [onHung] = await direct[2]!.jobSubmit({ jobs: [spec('slow', queue)] });
-    const worker = docket.worker({ concurrency: 4, queues: [queue], leaseMs, heartbeatIntervalMs: 300 });
+    const worker = docket.worker({ concurrency: 4, queues: [queue], leaseMs, heartbeatIntervalMs: 500 });
     await worker.start();
     await expect.poll(() => started.size, { timeout: 10_000 }).toBe(2);
     const unlock = await lockShard(2);

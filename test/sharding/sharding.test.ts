@@ -306,8 +306,9 @@ describe('sharded store', () => {
       if (ctx.signal.aborted) aborted.push(ctx.jobId);
       else finished.set(ctx.jobId, (finished.get(ctx.jobId) ?? 0) + 1);
     });
-    // One batch of heartbeats carries leases of every shard.
-    const worker = docket.worker({ pollIntervalMs: 200, leaseMs: 2000, heartbeatIntervalMs: 500, concurrency: 6 });
+    // One batch of heartbeats carries leases of every shard. A lease of six heartbeats, so a loaded
+    // machine's 1-2 s stall does not lapse a healthy shard's lease; still shorter than the handler.
+    const worker = docket.worker({ pollIntervalMs: 200, leaseMs: 3000, heartbeatIntervalMs: 500, concurrency: 6 });
     try {
       const jobs = await docket.submitMany(Array.from({ length: 6 }, (_, i) => ({ kind: 'long', payload: { i } })));
       await worker.start();
