@@ -425,20 +425,20 @@ describe('sharded store', () => {
     try {
       const first = await store.jobSubmit({ jobs: batch() });
       expect(first.map((result) => shardNumberOfId(result.id))).toEqual([0, 2]);
-      await expect.poll(batchSessions, { timeout: 5000 }).toBe(0);
+      await expect.poll(batchSessions, { timeout: 15_000 }).toBe(0);
       // Shard 2 stops: each attempt fails on its connect, and its connection to shard 0 is closed
       // (a caller retrying through an outage left one open session per healthy shard per attempt).
       stopCluster(SPARE_SHARD_PORT, 'fast');
       for (let attempt = 0; attempt < 5; attempt += 1) {
         await expect(store.jobSubmit({ jobs: batch() })).rejects.toSatisfy((error) => store.isConnectionLoss(error));
       }
-      await expect.poll(batchSessions, { timeout: 5000 }).toBe(0);
+      await expect.poll(batchSessions, { timeout: 15_000 }).toBe(0);
       await startCluster(SPARE_SHARD_PORT);
       const later = await store.jobSubmit({ jobs: batch() });
       expect(later.map((result) => shardNumberOfId(result.id))).toEqual([0, 2]);
       const written = await Promise.all([...first, ...later].map((result) => store.jobGet({ id: result.id })));
       expect(written.map((job) => job?.state)).toEqual(['pending', 'pending', 'pending', 'pending']);
-      await expect.poll(batchSessions, { timeout: 5000 }).toBe(0);
+      await expect.poll(batchSessions, { timeout: 15_000 }).toBe(0);
     } finally {
       await store.close();
       await startCluster(SPARE_SHARD_PORT);
