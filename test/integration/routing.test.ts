@@ -19,18 +19,15 @@ import {
 import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
 import { recordFailureWrites } from './support/failure-writes.js';
+import { withStallProofLease } from './support/stall-proof-lease.js';
 import { eventually, useInProcessDockets } from './support/suite-fixtures.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
-/**
- * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for the test that checks
- * attempt counts but is not about leases: with 600 ms a stall can lapse a lease and the job run
- * again (at-least-once, as designed), as attempt 2.
- */
-const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
+/** QUICK for the tests that count runs but are not about leases. */
+const LONG_LEASE = withStallProofLease(QUICK);
 
 describe.each(storeKinds())('routing and the worker registry on %s', (kind) => {
   const dockets = useInProcessDockets(kind, 'routing');

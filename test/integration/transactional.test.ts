@@ -20,17 +20,14 @@ import {
 } from '../../src/index.js';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { withStallProofLease } from './support/stall-proof-lease.js';
 
 const SEED = Number(process.env.DOCKET_SEED ?? Date.now() % 100_000);
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 100, jitterRatio: 0 };
 // Leases long enough that a loaded CI machine does not let a healthy job's lease lapse mid-test.
 const QUICK: WorkerOptions = { leaseMs: 2000, heartbeatIntervalMs: 600, pollIntervalMs: 100, shutdownGraceMs: 500 };
-/**
- * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that check exact
- * attempts, tokens or stale/leaseLost counts but are not about leases: with 2 s a stall can lapse
- * a lease and the job be taken back and run again (at-least-once, as designed).
- */
-const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
+/** QUICK for the tests that count runs but are not about leases. */
+const LONG_LEASE = withStallProofLease(QUICK);
 
 describe('transactional enqueue and completion on PostgreSQL', () => {
   let db: TestDatabase;

@@ -19,17 +19,14 @@ import {
 import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
 import { recordFailureWrites } from './support/failure-writes.js';
+import { withStallProofLease } from './support/stall-proof-lease.js';
 import { useInProcessDockets } from './support/suite-fixtures.js';
 
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 100, jitterRatio: 0 };
 /** Short leases keep these tests fast; heartbeats at a third of the lease. */
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
-/**
- * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that count runs,
- * attempts, errors or stale writes but are not about leases: with 600 ms a stall can lapse a lease
- * and its job run again (at-least-once, as designed), which changes those counts.
- */
-const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
+/** QUICK for the tests that count runs but are not about leases. */
+const LONG_LEASE = withStallProofLease(QUICK);
 
 describe.each(storeKinds())('worker runtime on %s', (kind) => {
   const dockets = useInProcessDockets(kind, 'worker-basic');

@@ -10,15 +10,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Docket, type Store, type WorkerOptions } from '../../src/index.js';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { withStallProofLease } from './support/stall-proof-lease.js';
 
 const FAST_RETRY = { baseDelayMs: 10, factor: 2, maxDelayMs: 50, jitterRatio: 0 };
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 300 };
-/**
- * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that check exact
- * log lines but are not about a lease lapsing: with 600 ms a stall can lapse a lease and the job
- * run again (at-least-once, as designed), adding or renumbering attempts.
- */
-const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
+/** QUICK for the tests that count runs but are not about leases. */
+const LONG_LEASE = withStallProofLease(QUICK);
 
 interface LogLine {
   level: number;

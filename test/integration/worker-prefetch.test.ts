@@ -7,15 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError, type Docket, type WorkerOptions } from '../../src/index.js';
 import { storeKinds } from '../support/stores.js';
 import { deferred, within } from './support/deferred.js';
+import { withStallProofLease } from './support/stall-proof-lease.js';
 import { useInProcessDockets } from './support/suite-fixtures.js';
 
 const QUICK: WorkerOptions = { leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 100, shutdownGraceMs: 500 };
-/**
- * QUICK with a lease no stall of a loaded CI machine (1-2 s) outlasts, for tests that check each job
- * ran once but are not about leases: with 600 ms a stall can lapse a lease and its job run again
- * (at-least-once, as designed), which breaks those counts.
- */
-const LONG_LEASE: WorkerOptions = { ...QUICK, leaseMs: 10_000, heartbeatIntervalMs: 1000 };
+/** QUICK for the tests that count runs but are not about leases. */
+const LONG_LEASE = withStallProofLease(QUICK);
 
 /**
  * Queues `total` jobs of `kind` on `docket` with a handler that counts each job's runs; answers
