@@ -34,6 +34,8 @@ export interface SoakWorkerSample {
   prunes: { atMs: number; deleted: number; ms: number }[];
   rssBytes: number;
   heapUsedBytes: number;
+  /** This process's CPU time (user + system) in this window, ms: the worker's cost, apart from the machine's. */
+  cpuMs: number;
 }
 
 /** Messages the soak sends. */
@@ -53,6 +55,7 @@ let pending: number[] = [];
 let claimMs: number[] = [];
 let claimedRows = 0;
 let prunes: SoakWorkerSample['prunes'] = [];
+let cpuAtLastSample = process.cpuUsage();
 let running: { stop(): Promise<void> } | null = null;
 
 function send(message: FromSoakWorker): void {
@@ -101,12 +104,15 @@ async function start(config: SoakWorkerConfig): Promise<void> {
       await store.close();
     },
   };
+  cpuAtLastSample = process.cpuUsage(); // the first window counts the soak, not opening Docket
   send({ type: 'ready' });
 }
 
 function sample(): void {
   const claims = distribution(claimMs);
   const memory = process.memoryUsage();
+  const cpu = process.cpuUsage(cpuAtLastSample);
+  cpuAtLastSample = process.cpuUsage();
   send({
     type: 'sample',
     sample: {
@@ -118,6 +124,7 @@ function sample(): void {
       prunes,
       rssBytes: memory.rss,
       heapUsedBytes: memory.heapUsed,
+      cpuMs: (cpu.user + cpu.system) / 1000,
     },
   });
   claimMs = [];

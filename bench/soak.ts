@@ -30,9 +30,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, Docket } from '../src/docket.js';
+import { hostCpuShares, hostCpuTimes, postgresCpuMs } from './host-cpu.js';
 import { dropDatabase, hostNowMs, postgresSettings, recreateDatabase, scratchName } from './pg-admin.js';
 import type { FromSoakWorker, SoakWorkerConfig, SoakWorkerSample, ToSoakWorker } from './soak-worker.js';
-import { distribution, median, round } from './stats.js';
+import { correlation, distribution, median, round } from './stats.js';
 import { timeSeriesChart } from './svg-charts.js';
 import { sleep, withTimeout } from './worker-process.js';
 
@@ -128,6 +129,25 @@ export interface SoakSample {
   /** Harness VACUUMs finished so far (--vacuum-seconds). */
   vacuums: number;
   /**
+   * Where the window's time went, per job started in it (µs of CPU): the worker process, every
+   * `postgres` process on the host (the submits', claims', completions' and vacuums' backends
+   * alike), and the harness (its submits). With the host's busy and stolen shares, these tell a
+   * claim-time swing the machine caused from one the code or the table caused. Absent in soaks
+   * recorded before they were measured.
+   */
+  workerCpuUsPerJob?: number;
+  databaseCpuUsPerJob?: number;
+  harnessCpuUsPerJob?: number;
+  /** Share of the host's cores busy (anything, the benchmark included) and stolen by the hypervisor, %. */
+  hostBusyPct?: number;
+  hostStealPct?: number;
+  /**
+   * Index entries the scans of the pending claim index returned per scan in the window: dead
+   * entries at the index's head, which claims walk until VACUUM or a scan marks them killed, show
+   * here first.
+   */
+  pendingIndexEntriesPerScan?: number;
+  /**
    * Taken after the offer ended, once the last jobs started: the soak's end state, from a window
    * of a few claims with no load behind them. Shown, never judged.
    */
@@ -156,6 +176,12 @@ export interface SoakResult {
   samples: SoakSample[];
   prunes: { atS: number; deleted: number; ms: number }[];
   flatness: Flatness[];
+  /**
+   * The database's time by statement over the whole soak, when the server loads
+   * pg_stat_statements (BENCH_PG_URL naming such a cluster); null when it does not. Absent in soaks
+   * recorded before it was read.
+   */
+  statements?: SoakStatement[] | null;
   totals: {
     offered: number;
     submitted: number;
@@ -167,6 +193,64 @@ export interface SoakResult {
     achievedRatePerSec: number;
   };
   problems: string[];
+}
+
+/** One statement's share of the soak's database time (pg_stat_statements, this soak's database only). */
+export interface SoakStatement {
+  /** The statement's first words, whitespace folded (constants are $n). */
+  query: string;
+  calls: number;
+  /** Execution time a call (a function's time includes the statements it runs, listed on their own too). */
+  usPerCall: number;
+  rowsPerCall: number;
+  /** Shared buffers hit or read a call. */
+  buffersPerCall: number;
+  /** Execution time per job started over the soak. */
+  usPerJob: number;
+}
+
+/**
+ * Starts counting this database's statements afresh, if the server loads pg_stat_statements;
+ * false when it does not (the soak then reports none).
+ */
+async function resetStatements(client: pg.Client): Promise<boolean> {
+  try {
+    const { rows } = await client.query<{ loaded: boolean }>(
+      "SELECT 'pg_stat_statements' = ANY(string_to_array(current_setting('shared_preload_libraries'), ',')) AS loaded",
+    );
+    if (!rows[0]?.loaded) return false;
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await client.query(
+      'SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)',
+    );
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The most expensive statements of this database since {@link resetStatements}, by total execution time. */
+async function readStatements(client: pg.Client, startedJobs: number, limit = 12): Promise<SoakStatement[]> {
+  const { rows } = await client.query<{ query: string; calls: string; ms: number; rows: string; buffers: string }>(
+    `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS query, calls::text AS calls,
+            total_exec_time AS ms, rows::text AS rows, (shared_blks_hit + shared_blks_read)::text AS buffers
+       FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND query NOT ILIKE '%pg_stat_%'
+      ORDER BY total_exec_time DESC LIMIT $1`,
+    [limit],
+  );
+  return rows.map((row) => {
+    const calls = Number(row.calls);
+    return {
+      query: row.query,
+      calls,
+      usPerCall: calls > 0 ? (1000 * row.ms) / calls : Number.NaN,
+      rowsPerCall: calls > 0 ? Number(row.rows) / calls : Number.NaN,
+      buffersPerCall: calls > 0 ? Number(row.buffers) / calls : Number.NaN,
+      usPerJob: startedJobs > 0 ? (1000 * row.ms) / startedJobs : Number.NaN,
+    };
+  });
 }
 
 /** The forked worker process, spoken to by messages. */
@@ -262,6 +346,16 @@ async function tableStats(
   };
 }
 
+/** The pending claim index's scans and the entries they returned, so far (cumulative statistics). */
+async function pendingIndexReads(client: pg.Client): Promise<{ scans: number; entries: number }> {
+  const { rows } = await client.query<{ scans: string; entries: string }>(
+    `SELECT idx_scan::text AS scans, idx_tup_read::text AS entries FROM pg_stat_user_indexes
+      WHERE schemaname = '${SCHEMA}' AND indexrelname = 'jobs_pending_kind_claim_idx'`,
+  );
+  const row = rows[0];
+  return row ? { scans: Number(row.scans), entries: Number(row.entries) } : { scans: Number.NaN, entries: Number.NaN };
+}
+
 /** ± tolerance around the median of the values (NaN dropped). */
 function flatness(metric: string, values: number[], note: string): Flatness {
   const finite = values.filter(Number.isFinite);
@@ -295,12 +389,17 @@ export function rollingMedian(values: readonly number[], width: number): number[
   return medians;
 }
 
-/** The flatness verdicts over the samples after the first prune cycle. */
-export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptions): Flatness[] {
+/** The samples flatness is judged over (those after the first prune cycle), and how to name them. */
+function judgedPeriod(samples: readonly SoakSample[], options: SoakOptions): { judged: SoakSample[]; period: string } {
   const firstPruneS = options.pruneIntervalMs / 1000;
   // The sample after the offer ended is the end state, not the steady life being judged.
   const judged = samples.filter((s) => !s.afterOffer && s.atS > firstPruneS + options.sampleSeconds);
-  const period = `${judged.length} samples after the first prune cycle (${round(firstPruneS / 60)} min)`;
+  return { judged, period: `${judged.length} samples after the first prune cycle (${round(firstPruneS / 60)} min)` };
+}
+
+/** The flatness verdicts over the samples after the first prune cycle. */
+export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptions): Flatness[] {
+  const { judged, period } = judgedPeriod(samples, options);
   if (judged.length < 2) {
     return ['claim p50', 'claim p99', 'worker RSS', 'table size'].map((metric) => ({
       metric,
@@ -357,6 +456,51 @@ export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptio
   return verdicts;
 }
 
+/** One measure shown beside claim time: its spread over the judged period and how it moved with claim p50. */
+export interface ClaimTimeCompanion {
+  metric: string;
+  unit: string;
+  median: number;
+  min: number;
+  max: number;
+  /** Pearson's correlation with claim p50 over the judged samples (NaN where not measured). */
+  withClaimP50: number;
+}
+
+/**
+ * What moved with claim time over the judged period: the worker's, the database's and the
+ * harness's CPU per job, the host's busy and stolen shares, the entries a pending-index scan
+ * returned, the rows per claim. Shown, never judged: a claim-time swing that follows the host's
+ * load (or steal) with the per-job costs flat is the machine's; one that follows the database's
+ * CPU per job or the index's entries per scan is the table's or the code's.
+ */
+export function claimTimeCompanions(samples: readonly SoakSample[], options: SoakOptions): ClaimTimeCompanion[] {
+  const { judged } = judgedPeriod(samples, options);
+  const claimP50 = judged.map((s) => s.claimP50Ms);
+  const measures: [string, string, (s: SoakSample) => number | undefined][] = [
+    ['worker CPU per job', 'µs', (s) => s.workerCpuUsPerJob],
+    ['database CPU per job', 'µs', (s) => s.databaseCpuUsPerJob],
+    ['harness CPU per job', 'µs', (s) => s.harnessCpuUsPerJob],
+    ['host busy', '%', (s) => s.hostBusyPct],
+    ['host steal', '%', (s) => s.hostStealPct],
+    ['pending-index entries per scan', '', (s) => s.pendingIndexEntriesPerScan],
+    ['rows per claim', '', (s) => s.rowsPerClaim],
+    ['dead rows', '', (s) => s.deadTuples],
+  ];
+  return measures.map(([metric, unit, pick]) => {
+    const values = judged.map((s) => pick(s) ?? Number.NaN);
+    const finite = values.filter(Number.isFinite);
+    return {
+      metric,
+      unit,
+      median: median(finite),
+      min: finite.length > 0 ? Math.min(...finite) : Number.NaN,
+      max: finite.length > 0 ? Math.max(...finite) : Number.NaN,
+      withClaimP50: correlation(values, claimP50),
+    };
+  });
+}
+
 /** Runs the soak against a scratch database of its own and drops it afterwards. */
 export async function runSoak(
   options: SoakOptions,
@@ -407,7 +551,9 @@ export async function runSoak(
   let unfinished = Number.NaN;
   let vacuums = 0;
   let vacuumTimer: NodeJS.Timeout | undefined;
+  let statements: SoakStatement[] | null = null;
   const settings = await postgresSettings();
+  const countingStatements = await resetStatements(stats);
   try {
     await worker.start({
       url,
@@ -445,11 +591,27 @@ export async function runSoak(
     let lastSubmitted = 0;
     let lastStarted = 0;
     let nextSampleAt = t0 + options.sampleSeconds * 1000;
+    let lastDatabaseCpuMs = postgresCpuMs();
+    let lastHarnessCpu = process.cpuUsage();
+    let lastHostCpu = hostCpuTimes();
+    let lastIndexReads = await pendingIndexReads(stats);
 
     const takeSample = async (afterOffer = false) => {
       const now = hostNowMs();
       const seconds = (now - lastSampleAt) / 1000;
-      const [fromWorker, table] = await Promise.all([worker.sample(), tableStats(stats)]);
+      const databaseCpuMs = postgresCpuMs();
+      const harnessCpu = process.cpuUsage(lastHarnessCpu);
+      lastHarnessCpu = process.cpuUsage();
+      const hostCpu = hostCpuTimes();
+      const host = hostCpuShares(lastHostCpu, hostCpu);
+      const [fromWorker, table, indexReads] = await Promise.all([
+        worker.sample(),
+        tableStats(stats),
+        pendingIndexReads(stats),
+      ]);
+      const startedInWindow = started - lastStarted;
+      const perJobUs = (ms: number) => (startedInWindow > 0 ? (1000 * ms) / startedInWindow : Number.NaN);
+      const indexScans = indexReads.scans - lastIndexReads.scans;
       for (const prune of fromWorker?.prunes ?? []) {
         prunes.push({ atS: (prune.atMs - t0) / 1000, deleted: prune.deleted, ms: prune.ms });
       }
@@ -476,16 +638,26 @@ export async function runSoak(
         workerHeapMb: (fromWorker?.heapUsedBytes ?? Number.NaN) / MIB,
         vacuums,
         ...table,
+        workerCpuUsPerJob: perJobUs(fromWorker?.cpuMs ?? Number.NaN),
+        databaseCpuUsPerJob: perJobUs(databaseCpuMs - lastDatabaseCpuMs),
+        harnessCpuUsPerJob: perJobUs((harnessCpu.user + harnessCpu.system) / 1000),
+        hostBusyPct: 100 * host.busy,
+        hostStealPct: 100 * host.steal,
+        pendingIndexEntriesPerScan:
+          indexScans > 0 ? (indexReads.entries - lastIndexReads.entries) / indexScans : Number.NaN,
         ...(afterOffer ? { afterOffer } : {}),
       };
       samples.push(sample);
+      lastDatabaseCpuMs = databaseCpuMs;
+      lastHostCpu = hostCpu;
+      lastIndexReads = indexReads;
       windowCallMs = [];
       windowStartLatency = [];
       lastSampleAt = now;
       lastSubmitted = submitted;
       lastStarted = started;
       log(
-        `soak ${afterOffer ? 'end' : fmtMin(sample.atS)}: submitted ${Math.round(sample.submittedPerSec)}/s, started ${Math.round(sample.startedPerSec)}/s, backlog ${sample.backlog}, claim p50 ${round(sample.claimP50Ms)} ms p99 ${round(sample.claimP99Ms)} ms, table ${round(sample.tableMb)} MiB (indexes ${round(sample.indexesMb)}), dead ${sample.deadTuples}, RSS ${round(sample.workerRssMb)} MiB, pruned ${sample.prunedRows}`,
+        `soak ${afterOffer ? 'end' : fmtMin(sample.atS)}: submitted ${Math.round(sample.submittedPerSec)}/s, started ${Math.round(sample.startedPerSec)}/s, backlog ${sample.backlog}, claim p50 ${round(sample.claimP50Ms)} ms p99 ${round(sample.claimP99Ms)} ms, table ${round(sample.tableMb)} MiB (indexes ${round(sample.indexesMb)}), dead ${sample.deadTuples}, RSS ${round(sample.workerRssMb)} MiB, pruned ${sample.prunedRows}; CPU per job: worker ${round(sample.workerCpuUsPerJob ?? Number.NaN)} µs, database ${round(sample.databaseCpuUsPerJob ?? Number.NaN)} µs; host busy ${round(sample.hostBusyPct ?? Number.NaN)} %, steal ${round(sample.hostStealPct ?? Number.NaN)} %`,
       );
     };
 
@@ -535,6 +707,7 @@ export async function runSoak(
     const tailDeadline = hostNowMs() + 120_000;
     while (started < submitted && hostNowMs() < tailDeadline) await sleep(50);
     await takeSample(true);
+    if (countingStatements) statements = await readStatements(stats, started);
     if (started < submitted)
       problems.push(`${submitted - started} submitted jobs never started within 120 s of the last submit`);
     if (worker.failure) problems.push(`worker: ${worker.failure}`);
@@ -572,6 +745,7 @@ export async function runSoak(
     samples,
     prunes,
     flatness: judgeFlatness(samples, options),
+    statements,
     totals,
     problems,
   };
@@ -602,11 +776,11 @@ export function soakMarkdown(result: SoakResult): string {
         ', ',
       )}${result.postgresSettings.autovacuum === 'off' ? ' (**autovacuum off**: dead rows are never reclaimed unless the harness vacuums)' : ''}; harness VACUUM (ANALYZE) of the jobs table: ${o.vacuumSeconds > 0 ? `every ${o.vacuumSeconds} s` : 'never'}. Claim times are measured inside the worker around each claim call (pool wait included); backlog = rows due or running; table = pg_total_relation_size (heap + indexes + TOAST).`,
     '',
-    '| t | submitted/s | started/s | backlog | start p50 / p99 ms | claims | rows/claim | claim p50 / p99 / max ms | table MiB | heap MiB | indexes MiB | live rows | dead rows | autovacuums | harness vacuums | pruned rows (total) | worker RSS MiB |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| t | submitted/s | started/s | backlog | start p50 / p99 ms | claims | rows/claim | claim p50 / p99 / max ms | table MiB | heap MiB | indexes MiB | live rows | dead rows | autovacuums | harness vacuums | pruned rows (total) | worker RSS MiB | CPU µs per job: worker / database / harness | host busy / steal % | pending-index entries per scan |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.samples.map(
       (s) =>
-        `| ${s.afterOffer ? `end (${fmtMin(s.atS)})` : fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} |`,
+        `| ${s.afterOffer ? `end (${fmtMin(s.atS)})` : fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} | ${fmt(s.workerCpuUsPerJob ?? Number.NaN)} / ${fmt(s.databaseCpuUsPerJob ?? Number.NaN)} / ${fmt(s.harnessCpuUsPerJob ?? Number.NaN)} | ${fmt(s.hostBusyPct ?? Number.NaN)} / ${fmt(s.hostStealPct ?? Number.NaN)} | ${fmt(s.pendingIndexEntriesPerScan ?? Number.NaN)} |`,
     ),
     '',
     `Prunes: ${result.prunes.length === 0 ? 'none ran' : result.prunes.map((p) => `${fmtMin(p.atS)} deleted ${fmt(p.deleted)} in ${fmt(p.ms)} ms`).join('; ')}.`,
@@ -622,6 +796,18 @@ export function soakMarkdown(result: SoakResult): string {
         `| ${f.metric} | ${f.flat === null ? 'not judged' : f.flat ? 'flat' : '**not flat**'} | ${fmt(f.median)} | ${f.judged ? `${fmt(f.minPct)} % … +${fmt(f.maxPct)} %` : '—'} | ${f.note} |`,
     ),
     '',
+    "What moved with claim time over the same period (shown, not judged; correlation is Pearson's r with claim p50 across the samples: a swing that follows the host's load or steal while the CPU per job holds still is the machine's, one that follows the database's CPU per job or the entries per scan is the table's or the code's):",
+    '',
+    '| measure | median | range | correlation with claim p50 |',
+    '|---|---|---|---|',
+    ...claimTimeCompanions(result.samples, o).map((c) => {
+      const unit = c.unit === '' ? '' : ` ${c.unit}`;
+      return Number.isFinite(c.median)
+        ? `| ${c.metric} | ${fmt(c.median)}${unit} | ${fmt(c.min)} … ${fmt(c.max)}${unit} | ${Number.isFinite(c.withClaimP50) ? c.withClaimP50.toFixed(2) : '—'} |`
+        : `| ${c.metric} | not measured in this soak | — | — |`;
+    }),
+    '',
+    ...statementLines(result),
     `Backlog: ${backlogVerdict(result)}.`,
     '',
     result.problems.length > 0
@@ -630,6 +816,28 @@ export function soakMarkdown(result: SoakResult): string {
     '',
   ];
   return lines.join('\n');
+}
+
+/** The report's statements section: the database's time by statement, or why there is none. */
+function statementLines(result: SoakResult): string[] {
+  if (result.statements === undefined) return [];
+  if (result.statements === null) {
+    return [
+      "The database's time by statement: not read (the server does not load pg_stat_statements; point BENCH_PG_URL at one that does).",
+      '',
+    ];
+  }
+  return [
+    "The database's time by statement over the whole soak (pg_stat_statements, this soak's database; execution time only, not parsing, planning or commits; a stored statement's function call includes the statement it runs, listed on its own as well):",
+    '',
+    '| statement | calls | µs a call | rows a call | buffers a call | µs per job started |',
+    '|---|---|---|---|---|---|',
+    ...result.statements.map(
+      (st) =>
+        `| \`${st.query.replace(/\|/g, '\\|')}\` | ${fmt(st.calls)} | ${fmt(st.usPerCall)} | ${fmt(st.rowsPerCall)} | ${fmt(st.buffersPerCall)} | ${fmt(st.usPerJob)} |`,
+    ),
+    '',
+  ];
 }
 
 /** "No backlog": every sample's backlog under one second of the offered rate, and the offer met. */

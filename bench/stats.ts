@@ -78,3 +78,29 @@ export function round(value: number): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
 }
+
+/**
+ * Pearson's correlation of paired values (pairs with a non-finite side dropped): +1 when one rises
+ * exactly as the other does, 0 when they move independently; NaN with fewer than three pairs or a
+ * side that never moves.
+ */
+export function correlation(xs: readonly number[], ys: readonly number[]): number {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < Math.min(xs.length, ys.length); i += 1) {
+    const x = xs[i]!;
+    const y = ys[i]!;
+    if (Number.isFinite(x) && Number.isFinite(y)) pairs.push([x, y]);
+  }
+  if (pairs.length < 3) return Number.NaN;
+  const meanX = pairs.reduce((sum, [x]) => sum + x, 0) / pairs.length;
+  const meanY = pairs.reduce((sum, [, y]) => sum + y, 0) / pairs.length;
+  let covariance = 0;
+  let varianceX = 0;
+  let varianceY = 0;
+  for (const [x, y] of pairs) {
+    covariance += (x - meanX) * (y - meanY);
+    varianceX += (x - meanX) ** 2;
+    varianceY += (y - meanY) ** 2;
+  }
+  return varianceX > 0 && varianceY > 0 ? covariance / Math.sqrt(varianceX * varianceY) : Number.NaN;
+}

@@ -34,7 +34,7 @@
  * generation collections fell, and with them how many claimed jobs each one copied
  * (docs/benchmarks.md, "A/A runs").
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -42,6 +42,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { handledCountdown, importDocket, runCheckoutChild, THIS_CHECKOUT } from './checkouts.js';
+import { postgresCpuMs } from './host-cpu.js';
 import { databaseUrl, dropDatabase, recreateDatabase, scratchName } from './pg-admin.js';
 import { median } from './stats.js';
 
@@ -263,30 +264,4 @@ async function runChild(
     if (rawDatabase) await dropDatabase(rawDatabase);
     if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
   }
-}
-
-/**
- * CPU time (user + system, ms) of every `postgres` process on this machine, from /proc: the
- * benchmark's database runs here. Counted in clock ticks (10 ms each), so read it over a whole
- * drain, and on a quiet machine: another database's work on this cluster counts too. A process
- * that exits meanwhile (an autovacuum worker) drops out of the second reading with all its CPU,
- * so a drain long enough to outlive some (a million jobs) can read far too low.
- */
-function postgresCpuMs(): number {
-  const ticksPerSecond = 100;
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue; // exited since the listing
-    }
-    if (!stat.includes('(postgres)')) continue;
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return (ticks * 1000) / ticksPerSecond;
 }

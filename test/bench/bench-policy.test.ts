@@ -9,6 +9,7 @@ import { pinnedNodeMajor } from '../../bench/peers-latest/latest.js';
 import { interpolateDescription } from '../../bench/peers-latest/remote-system.js';
 import {
   backlogVerdict,
+  claimTimeCompanions,
   judgeFlatness,
   parseSoakOptions,
   rollingMedian,
@@ -16,6 +17,7 @@ import {
   type SoakResult,
   type SoakSample,
 } from '../../bench/soak.js';
+import { correlation } from '../../bench/stats.js';
 import { benchKindName, benchKindNames, refuseKinds, type SystemConfig } from '../../bench/systems/system.js';
 import { spikeLateness } from '../../bench/workloads.js';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS } from '../../src/docket.js';
@@ -148,6 +150,41 @@ describe('soak flatness', () => {
     const second = times.filter((t) => t > 90)[1]!;
     const two = times.map((t) => sample(t, t === firstJudged || t === second ? { claimP99Ms: 20 } : {}));
     expect(judgeFlatness(two, SHORT).find((v) => v.metric === 'claim p99')?.flat).toBe(false);
+  });
+});
+
+describe('what moved with claim time', () => {
+  const times = Array.from({ length: 60 }, (_, k) => (k + 1) * 30);
+
+  it('correlates paired values, dropping pairs with a missing side', () => {
+    expect(correlation([1, 2, 3, 4], [10, 20, 30, 40])).toBeCloseTo(1, 10);
+    expect(correlation([1, 2, 3, 4], [40, 30, 20, 10])).toBeCloseTo(-1, 10);
+    expect(correlation([1, 2, 3, 4, 5], [2, 1, 2, 1, 2])).toBeCloseTo(0, 10);
+    expect(correlation([1, 2, Number.NaN, 4], [1, 2, 100, 4])).toBeCloseTo(1, 10);
+    expect(correlation([1, 2], [1, 2])).toBeNaN();
+    expect(correlation([3, 3, 3], [1, 2, 3])).toBeNaN();
+  });
+
+  it('tells a claim-time swing that follows the host from one that follows the database per job', () => {
+    // Claim time swings with the host's load; the database's CPU per job holds still.
+    const samples = times.map((t, k) =>
+      sample(t, {
+        claimP50Ms: 1 + (k % 3),
+        hostBusyPct: 50 + 10 * (k % 3),
+        databaseCpuUsPerJob: k % 2 === 0 ? 30 : 31,
+        workerCpuUsPerJob: 12,
+        // Before the judged period (the first prune cycle and a sample): left out.
+        ...(t <= 90 ? { hostStealPct: 99 } : { hostStealPct: 0.5 }),
+      }),
+    );
+    const byName = new Map(claimTimeCompanions(samples, SHORT).map((c) => [c.metric, c]));
+    expect(byName.get('host busy')?.withClaimP50).toBeCloseTo(1, 10);
+    expect(Math.abs(byName.get('database CPU per job')?.withClaimP50 ?? 1)).toBeLessThan(0.2);
+    expect(byName.get('host steal')?.max).toBe(0.5);
+    // A measure that never moved has no correlation; one the soak did not record has no median.
+    expect(byName.get('worker CPU per job')?.median).toBe(12);
+    expect(byName.get('worker CPU per job')?.withClaimP50).toBeNaN();
+    expect(byName.get('pending-index entries per scan')?.median).toBeNaN();
   });
 });
 

@@ -251,8 +251,16 @@ describe('benchmark harness (smoke mode)', () => {
         duplicates: number;
         strays: number;
       };
-      samples: unknown[];
+      samples: {
+        afterOffer?: boolean;
+        workerCpuUsPerJob: number;
+        databaseCpuUsPerJob: number;
+        hostBusyPct: number;
+        hostStealPct: number;
+        pendingIndexEntriesPerScan: number | null;
+      }[];
       prunes: { deleted: number }[];
+      statements: { query: string; calls: number }[] | null;
     };
     // 200/s for 6 s, open loop: slots still due when the time is up are not submitted.
     expect(result.totals.submitted).toBeGreaterThan(1_000);
@@ -262,6 +270,28 @@ describe('benchmark harness (smoke mode)', () => {
     expect(result.totals.duplicates + result.totals.strays).toBe(0);
     expect(result.samples.length).toBeGreaterThanOrEqual(3);
     expect(result.prunes.some((prune) => prune.deleted > 0)).toBe(true);
-    expect(readFileSync(join(soakDir, 'SOAK.md'), 'utf8')).toMatch(/Flatness/);
+    // Where each window's time went is measured, not left blank: a worker and a database that
+    // started jobs spent CPU on them, and the host's busy share is a share. (Entries per scan may be
+    // null in JSON, NaN, when the statistics of a 2-second window were not yet published.)
+    const loaded = result.samples.filter((s) => !s.afterOffer);
+    expect(loaded.length).toBeGreaterThanOrEqual(2);
+    for (const s of loaded) {
+      expect(s.workerCpuUsPerJob).toBeGreaterThan(0);
+      expect(s.databaseCpuUsPerJob).toBeGreaterThan(0);
+      expect(s.hostBusyPct).toBeGreaterThan(0);
+      expect(s.hostBusyPct).toBeLessThanOrEqual(100);
+      expect(s.hostStealPct).toBeGreaterThanOrEqual(0);
+    }
+    expect(loaded.some((s) => (s.pendingIndexEntriesPerScan ?? -1) >= 0)).toBe(true);
+    const report = readFileSync(join(soakDir, 'SOAK.md'), 'utf8');
+    expect(report).toMatch(/Flatness/);
+    expect(report).toMatch(/\| database CPU per job \| [\d.,]+ µs \|/);
+    // The database's time by statement is read where the server loads pg_stat_statements (this
+    // machine's main cluster does not), and the report says which.
+    if (result.statements === null) expect(report).toMatch(/time by statement: not read/);
+    else {
+      expect(result.statements.some((st) => /claim_pending/.test(st.query) && st.calls > 0)).toBe(true);
+      expect(report).toMatch(/time by statement over the whole soak/);
+    }
   }, 120_000);
 });
