@@ -11,13 +11,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 const TICKS_PER_SECOND = 100;
 
 /**
- * CPU time (user + system, ms) of every `postgres` process on this machine. Another database's
- * work on this cluster counts too, so read it on a quiet machine. A process that exits meanwhile
- * (an autovacuum worker, a backend whose client disconnected) drops out of the second reading with
- * all its CPU, so a drain long enough to outlive some (a million jobs) can read far too low.
+ * CPU time (user + system, ms) of each `postgres` process on this machine, by process id. Another
+ * database's work on this cluster counts too, so read it on a quiet machine.
  */
-export function postgresCpuMs(): number {
-  let ticks = 0;
+export function postgresCpuByPid(): Map<number, number> {
+  const byPid = new Map<number, number>();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     let stat: string;
@@ -29,9 +27,34 @@ export function postgresCpuMs(): number {
     if (!stat.includes('(postgres)')) continue;
     // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]);
+    byPid.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND);
   }
-  return (ticks * 1000) / TICKS_PER_SECOND;
+  return byPid;
+}
+
+/**
+ * The `postgres` processes' CPU (ms) between two {@link postgresCpuByPid} readings: what each
+ * process alive at the second reading spent since the first (all of it, for one started since).
+ * A process that exited in between (a pooled connection closed after idling, an autovacuum worker)
+ * is left out with whatever it spent in the interval, so the figure can read low, never negative:
+ * a plain sum over the two readings went negative by a whole long-lived backend's CPU when one
+ * exited (a soak window read -1,807 µs a job).
+ */
+export function postgresCpuSinceMs(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let ms = 0;
+  for (const [pid, cpuMs] of after) ms += Math.max(0, cpuMs - (before.get(pid) ?? 0));
+  return ms;
+}
+
+/**
+ * CPU time (user + system, ms) of every `postgres` process on this machine, summed. A process that
+ * exits between two readings drops out of the second with all its CPU, so a drain long enough to
+ * outlive some (a million jobs) can read far too low; {@link postgresCpuSinceMs} reads intervals.
+ */
+export function postgresCpuMs(): number {
+  let ms = 0;
+  for (const cpuMs of postgresCpuByPid().values()) ms += cpuMs;
+  return ms;
 }
 
 /** The whole host's CPU time so far, summed over its cores (ms), from /proc/stat's first line. */
@@ -65,10 +88,18 @@ export function hostCpuTimes(): HostCpuTimes {
   };
 }
 
-/** What share (0..1) of the host's cores was busy and stolen between two readings. */
-export function hostCpuShares(before: HostCpuTimes, after: HostCpuTimes): { busy: number; steal: number } {
+/**
+ * What share (0..1) of the host's cores was busy and stolen between two readings, and the cores'
+ * whole time in between (ms, summed over cores), against which a process's CPU is a share too.
+ */
+export function hostCpuShares(
+  before: HostCpuTimes,
+  after: HostCpuTimes,
+): { busy: number; steal: number; totalMs: number } {
   const busy = after.busyMs - before.busyMs;
   const steal = after.stealMs - before.stealMs;
   const total = busy + steal + (after.idleMs - before.idleMs);
-  return total > 0 ? { busy: busy / total, steal: steal / total } : { busy: Number.NaN, steal: Number.NaN };
+  return total > 0
+    ? { busy: busy / total, steal: steal / total, totalMs: total }
+    : { busy: Number.NaN, steal: Number.NaN, totalMs: 0 };
 }

@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_PRUNE_INTERVAL_MS, DEFAULT_RETENTION_MS, Docket } from '../src/docket.js';
-import { hostCpuShares, hostCpuTimes, postgresCpuMs } from './host-cpu.js';
+import { hostCpuShares, hostCpuTimes, postgresCpuByPid, postgresCpuSinceMs } from './host-cpu.js';
 import { dropDatabase, hostNowMs, postgresSettings, recreateDatabase, scratchName } from './pg-admin.js';
 import type { FromSoakWorker, SoakWorkerConfig, SoakWorkerSample, ToSoakWorker } from './soak-worker.js';
 import { correlation, distribution, median, round } from './stats.js';
@@ -142,11 +142,23 @@ export interface SoakSample {
   hostBusyPct?: number;
   hostStealPct?: number;
   /**
+   * Share of the host's cores (%) busy with anything but the soak's three parts (the worker, the
+   * database's processes, the harness): another program on the machine, or the kernel's own work.
+   * Reads high by what a database process that exited in the window spent in it.
+   */
+  outsideCpuPct?: number;
+  /**
    * Index entries the scans of the pending claim index returned per scan in the window: dead
    * entries at the index's head, which claims walk until VACUUM or a scan marks them killed, show
    * here first.
    */
   pendingIndexEntriesPerScan?: number;
+  /**
+   * Server sessions started on the soak's database in the window: pooled connections pg-pool closed
+   * after 10 s idle and opened again (each new one starts a server process and plans every stored
+   * statement afresh at its first call), and the harness's own.
+   */
+  sessionsStarted?: number;
   /**
    * Taken after the offer ended, once the last jobs started: the soak's end state, from a window
    * of a few claims with no load behind them. Shown, never judged.
@@ -346,14 +358,21 @@ async function tableStats(
   };
 }
 
-/** The pending claim index's scans and the entries they returned, so far (cumulative statistics). */
-async function pendingIndexReads(client: pg.Client): Promise<{ scans: number; entries: number }> {
-  const { rows } = await client.query<{ scans: string; entries: string }>(
-    `SELECT idx_scan::text AS scans, idx_tup_read::text AS entries FROM pg_stat_user_indexes
-      WHERE schemaname = '${SCHEMA}' AND indexrelname = 'jobs_pending_kind_claim_idx'`,
+/**
+ * Cumulative counters the soak reads as differences between samples: the pending claim index's
+ * scans and the entries they returned, and the server sessions this database has seen started.
+ */
+async function counterReadings(client: pg.Client): Promise<{ scans: number; entries: number; sessions: number }> {
+  const { rows } = await client.query<{ scans: string | null; entries: string | null; sessions: string | null }>(
+    `SELECT (SELECT idx_scan FROM pg_stat_user_indexes
+              WHERE schemaname = '${SCHEMA}' AND indexrelname = 'jobs_pending_kind_claim_idx')::text AS scans,
+            (SELECT idx_tup_read FROM pg_stat_user_indexes
+              WHERE schemaname = '${SCHEMA}' AND indexrelname = 'jobs_pending_kind_claim_idx')::text AS entries,
+            (SELECT sessions FROM pg_stat_database WHERE datname = current_database())::text AS sessions`,
   );
   const row = rows[0];
-  return row ? { scans: Number(row.scans), entries: Number(row.entries) } : { scans: Number.NaN, entries: Number.NaN };
+  const number = (text: string | null | undefined) => (text == null ? Number.NaN : Number(text));
+  return { scans: number(row?.scans), entries: number(row?.entries), sessions: number(row?.sessions) };
 }
 
 /** ± tolerance around the median of the values (NaN dropped). */
@@ -456,6 +475,48 @@ export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptio
   return verdicts;
 }
 
+/** A window the hypervisor stole this share (%) of the host's cores from is not one the machine left alone. */
+export const QUIET_STEAL_PCT = 2;
+/** Nor one where anything but the soak kept this share (%) of the cores busy. */
+export const QUIET_OUTSIDE_PCT = 5;
+
+/**
+ * Claim time's flatness by the same rule, over the judged windows the machine left alone (host
+ * steal and CPU outside the soak under {@link QUIET_STEAL_PCT} and {@link QUIET_OUTSIDE_PCT}), or
+ * null when the soak did not measure them. Shown beside the verdicts, never instead of them: it
+ * says whether the swings the verdict saw came from the machine.
+ */
+export function quietWindowFlatness(
+  samples: readonly SoakSample[],
+  options: SoakOptions,
+): { quiet: number; judged: number; verdicts: Flatness[] } | null {
+  const { judged } = judgedPeriod(samples, options);
+  if (judged.some((s) => s.hostStealPct === undefined || s.outsideCpuPct === undefined)) return null;
+  const quiet = judged.filter(
+    (s) => (s.hostStealPct ?? 100) < QUIET_STEAL_PCT && (s.outsideCpuPct ?? 100) < QUIET_OUTSIDE_PCT,
+  );
+  const period = `${quiet.length} of the ${judged.length} judged samples`;
+  return {
+    quiet: quiet.length,
+    judged: judged.length,
+    verdicts: [
+      flatness(
+        'claim p50',
+        quiet.map((s) => s.claimP50Ms),
+        period,
+      ),
+      flatness(
+        'claim p99',
+        rollingMedian(
+          quiet.map((s) => s.claimP99Ms),
+          3,
+        ),
+        `${period}, rolling median of 3 (over these samples in order)`,
+      ),
+    ],
+  };
+}
+
 /** One measure shown beside claim time: its spread over the judged period and how it moved with claim p50. */
 export interface ClaimTimeCompanion {
   metric: string;
@@ -483,9 +544,11 @@ export function claimTimeCompanions(samples: readonly SoakSample[], options: Soa
     ['harness CPU per job', 'µs', (s) => s.harnessCpuUsPerJob],
     ['host busy', '%', (s) => s.hostBusyPct],
     ['host steal', '%', (s) => s.hostStealPct],
+    ['CPU outside the soak', '%', (s) => s.outsideCpuPct],
     ['pending-index entries per scan', '', (s) => s.pendingIndexEntriesPerScan],
     ['rows per claim', '', (s) => s.rowsPerClaim],
     ['dead rows', '', (s) => s.deadTuples],
+    ['sessions started', '', (s) => s.sessionsStarted],
   ];
   return measures.map(([metric, unit, pick]) => {
     const values = judged.map((s) => pick(s) ?? Number.NaN);
@@ -591,27 +654,28 @@ export async function runSoak(
     let lastSubmitted = 0;
     let lastStarted = 0;
     let nextSampleAt = t0 + options.sampleSeconds * 1000;
-    let lastDatabaseCpuMs = postgresCpuMs();
+    let lastDatabaseCpu = postgresCpuByPid();
     let lastHarnessCpu = process.cpuUsage();
     let lastHostCpu = hostCpuTimes();
-    let lastIndexReads = await pendingIndexReads(stats);
+    let lastCounters = await counterReadings(stats);
 
     const takeSample = async (afterOffer = false) => {
       const now = hostNowMs();
       const seconds = (now - lastSampleAt) / 1000;
-      const databaseCpuMs = postgresCpuMs();
+      const databaseCpu = postgresCpuByPid();
       const harnessCpu = process.cpuUsage(lastHarnessCpu);
       lastHarnessCpu = process.cpuUsage();
       const hostCpu = hostCpuTimes();
       const host = hostCpuShares(lastHostCpu, hostCpu);
-      const [fromWorker, table, indexReads] = await Promise.all([
+      const [fromWorker, table, counters] = await Promise.all([
         worker.sample(),
         tableStats(stats),
-        pendingIndexReads(stats),
+        counterReadings(stats),
       ]);
+      const databaseMs = postgresCpuSinceMs(lastDatabaseCpu, databaseCpu);
       const startedInWindow = started - lastStarted;
       const perJobUs = (ms: number) => (startedInWindow > 0 ? (1000 * ms) / startedInWindow : Number.NaN);
-      const indexScans = indexReads.scans - lastIndexReads.scans;
+      const indexScans = counters.scans - lastCounters.scans;
       for (const prune of fromWorker?.prunes ?? []) {
         prunes.push({ atS: (prune.atMs - t0) / 1000, deleted: prune.deleted, ms: prune.ms });
       }
@@ -639,18 +703,28 @@ export async function runSoak(
         vacuums,
         ...table,
         workerCpuUsPerJob: perJobUs(fromWorker?.cpuMs ?? Number.NaN),
-        databaseCpuUsPerJob: perJobUs(databaseCpuMs - lastDatabaseCpuMs),
+        databaseCpuUsPerJob: perJobUs(databaseMs),
         harnessCpuUsPerJob: perJobUs((harnessCpu.user + harnessCpu.system) / 1000),
         hostBusyPct: 100 * host.busy,
         hostStealPct: 100 * host.steal,
+        outsideCpuPct:
+          host.totalMs > 0
+            ? (100 *
+                (host.busy * host.totalMs -
+                  (fromWorker?.cpuMs ?? Number.NaN) -
+                  databaseMs -
+                  (harnessCpu.user + harnessCpu.system) / 1000)) /
+              host.totalMs
+            : Number.NaN,
         pendingIndexEntriesPerScan:
-          indexScans > 0 ? (indexReads.entries - lastIndexReads.entries) / indexScans : Number.NaN,
+          indexScans > 0 ? (counters.entries - lastCounters.entries) / indexScans : Number.NaN,
+        sessionsStarted: counters.sessions - lastCounters.sessions,
         ...(afterOffer ? { afterOffer } : {}),
       };
       samples.push(sample);
-      lastDatabaseCpuMs = databaseCpuMs;
+      lastDatabaseCpu = databaseCpu;
       lastHostCpu = hostCpu;
-      lastIndexReads = indexReads;
+      lastCounters = counters;
       windowCallMs = [];
       windowStartLatency = [];
       lastSampleAt = now;
@@ -776,11 +850,11 @@ export function soakMarkdown(result: SoakResult): string {
         ', ',
       )}${result.postgresSettings.autovacuum === 'off' ? ' (**autovacuum off**: dead rows are never reclaimed unless the harness vacuums)' : ''}; harness VACUUM (ANALYZE) of the jobs table: ${o.vacuumSeconds > 0 ? `every ${o.vacuumSeconds} s` : 'never'}. Claim times are measured inside the worker around each claim call (pool wait included); backlog = rows due or running; table = pg_total_relation_size (heap + indexes + TOAST).`,
     '',
-    '| t | submitted/s | started/s | backlog | start p50 / p99 ms | claims | rows/claim | claim p50 / p99 / max ms | table MiB | heap MiB | indexes MiB | live rows | dead rows | autovacuums | harness vacuums | pruned rows (total) | worker RSS MiB | CPU µs per job: worker / database / harness | host busy / steal % | pending-index entries per scan |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| t | submitted/s | started/s | backlog | start p50 / p99 ms | claims | rows/claim | claim p50 / p99 / max ms | table MiB | heap MiB | indexes MiB | live rows | dead rows | autovacuums | harness vacuums | pruned rows (total) | worker RSS MiB | CPU µs per job: worker / database / harness | host busy / steal / outside the soak % | pending-index entries per scan | sessions started |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.samples.map(
       (s) =>
-        `| ${s.afterOffer ? `end (${fmtMin(s.atS)})` : fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} | ${fmt(s.workerCpuUsPerJob ?? Number.NaN)} / ${fmt(s.databaseCpuUsPerJob ?? Number.NaN)} / ${fmt(s.harnessCpuUsPerJob ?? Number.NaN)} | ${fmt(s.hostBusyPct ?? Number.NaN)} / ${fmt(s.hostStealPct ?? Number.NaN)} | ${fmt(s.pendingIndexEntriesPerScan ?? Number.NaN)} |`,
+        `| ${s.afterOffer ? `end (${fmtMin(s.atS)})` : fmtMin(s.atS)} | ${fmt(s.submittedPerSec)} | ${fmt(s.startedPerSec)} | ${fmt(s.backlog)} | ${fmt(s.startLatencyP50Ms)} / ${fmt(s.startLatencyP99Ms)} | ${fmt(s.claims)} | ${fmt(s.rowsPerClaim)} | ${fmt(s.claimP50Ms)} / ${fmt(s.claimP99Ms)} / ${fmt(s.claimMaxMs)} | ${fmt(s.tableMb)} | ${fmt(s.heapMb)} | ${fmt(s.indexesMb)} | ${fmt(s.liveTuples)} | ${fmt(s.deadTuples)} | ${fmt(s.autovacuums)} | ${fmt(s.vacuums)} | ${fmt(s.prunedRows)} | ${fmt(s.workerRssMb)} | ${fmt(s.workerCpuUsPerJob ?? Number.NaN)} / ${fmt(s.databaseCpuUsPerJob ?? Number.NaN)} / ${fmt(s.harnessCpuUsPerJob ?? Number.NaN)} | ${fmt(s.hostBusyPct ?? Number.NaN)} / ${fmt(s.hostStealPct ?? Number.NaN)} / ${fmt(s.outsideCpuPct ?? Number.NaN)} | ${fmt(s.pendingIndexEntriesPerScan ?? Number.NaN)} | ${fmt(s.sessionsStarted ?? Number.NaN)} |`,
     ),
     '',
     `Prunes: ${result.prunes.length === 0 ? 'none ran' : result.prunes.map((p) => `${fmtMin(p.atS)} deleted ${fmt(p.deleted)} in ${fmt(p.ms)} ms`).join('; ')}.`,
@@ -796,6 +870,7 @@ export function soakMarkdown(result: SoakResult): string {
         `| ${f.metric} | ${f.flat === null ? 'not judged' : f.flat ? 'flat' : '**not flat**'} | ${fmt(f.median)} | ${f.judged ? `${fmt(f.minPct)} % … +${fmt(f.maxPct)} %` : '—'} | ${f.note} |`,
     ),
     '',
+    ...quietWindowLines(result),
     "What moved with claim time over the same period (shown, not judged; correlation is Pearson's r with claim p50 across the samples: a swing that follows the host's load or steal while the CPU per job holds still is the machine's, one that follows the database's CPU per job or the entries per scan is the table's or the code's):",
     '',
     '| measure | median | range | correlation with claim p50 |',
@@ -816,6 +891,21 @@ export function soakMarkdown(result: SoakResult): string {
     '',
   ];
   return lines.join('\n');
+}
+
+/** The report's line on claim time over the windows the machine left alone, if the soak measured them. */
+function quietWindowLines(result: SoakResult): string[] {
+  const quiet = quietWindowFlatness(result.samples, result.options);
+  if (quiet === null) return [];
+  const shown = quiet.verdicts.map((f) =>
+    f.judged
+      ? `${f.metric} median ${fmt(f.median)} ms, ${fmt(f.minPct)} % … +${fmt(f.maxPct)} %: ${f.flat ? 'flat' : 'not flat'}`
+      : `${f.metric}: too few samples`,
+  );
+  return [
+    `Over the ${quiet.quiet} of ${quiet.judged} judged windows the machine left alone (host steal under ${QUIET_STEAL_PCT} %, CPU outside the soak under ${QUIET_OUTSIDE_PCT} %), by the same rule: ${shown.join('; ')}. Shown beside the verdicts above, not instead of them.`,
+    '',
+  ];
 }
 
 /** The report's statements section: the database's time by statement, or why there is none. */

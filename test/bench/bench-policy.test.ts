@@ -5,6 +5,7 @@
  * several.
  */
 import { describe, expect, it } from 'vitest';
+import { hostCpuShares, postgresCpuSinceMs } from '../../bench/host-cpu.js';
 import { pinnedNodeMajor } from '../../bench/peers-latest/latest.js';
 import { interpolateDescription } from '../../bench/peers-latest/remote-system.js';
 import {
@@ -12,6 +13,7 @@ import {
   claimTimeCompanions,
   judgeFlatness,
   parseSoakOptions,
+  quietWindowFlatness,
   rollingMedian,
   type SoakOptions,
   type SoakResult,
@@ -163,6 +165,60 @@ describe('what moved with claim time', () => {
     expect(correlation([1, 2, Number.NaN, 4], [1, 2, 100, 4])).toBeCloseTo(1, 10);
     expect(correlation([1, 2], [1, 2])).toBeNaN();
     expect(correlation([3, 3, 3], [1, 2, 3])).toBeNaN();
+  });
+
+  it('reads the database CPU of a window per process, so an exited backend cannot make it negative', () => {
+    const before = new Map([
+      [10, 54_000], // a long-lived backend that exits during the window
+      [11, 2_000],
+      [12, 500],
+    ]);
+    const after = new Map([
+      [11, 2_600],
+      [12, 500],
+      [13, 40], // a pooled connection opened during the window
+    ]);
+    expect(postgresCpuSinceMs(before, after)).toBe(640);
+  });
+
+  it('splits the host time of a window into busy and stolen shares', () => {
+    const shares = hostCpuShares(
+      { busyMs: 1000, idleMs: 500, stealMs: 0 },
+      { busyMs: 1600, idleMs: 800, stealMs: 100 },
+    );
+    expect(shares.busy).toBeCloseTo(0.6, 10);
+    expect(shares.steal).toBeCloseTo(0.1, 10);
+    expect(hostCpuShares({ busyMs: 0, idleMs: 0, stealMs: 0 }, { busyMs: 0, idleMs: 0, stealMs: 0 }).busy).toBeNaN();
+  });
+
+  it('judges claim time again over the windows the machine left alone, beside the verdict', () => {
+    // Slow windows only where the hypervisor stole the cores or another program ran.
+    const samples = times.map((t, k) =>
+      sample(t, {
+        claimP50Ms: k % 10 === 5 ? 4 : 2,
+        claimP99Ms: k % 10 === 5 ? 16 : 8,
+        hostStealPct: k % 20 === 5 ? 7 : 0.5,
+        outsideCpuPct: k % 20 === 15 ? 20 : 1,
+      }),
+    );
+    expect(judgeFlatness(samples, SHORT).find((v) => v.metric === 'claim p50')?.flat).toBe(false);
+    const quiet = quietWindowFlatness(samples, SHORT);
+    expect(quiet?.judged).toBe(57);
+    expect(quiet?.quiet).toBe(51);
+    expect(quiet?.verdicts.map((v) => [v.metric, v.flat])).toEqual([
+      ['claim p50', true],
+      ['claim p99', true],
+    ]);
+    // A slow window the machine did not explain stays slow.
+    const unexplained = samples.map((s, k) => (k === 40 ? { ...s, claimP50Ms: 4 } : s));
+    expect(quietWindowFlatness(unexplained, SHORT)?.verdicts[0]?.flat).toBe(false);
+    // A soak that did not measure the host is not re-judged.
+    expect(
+      quietWindowFlatness(
+        times.map((t) => sample(t)),
+        SHORT,
+      ),
+    ).toBeNull();
   });
 
   it('tells a claim-time swing that follows the host from one that follows the database per job', () => {
