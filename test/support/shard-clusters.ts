@@ -161,7 +161,11 @@ export async function startCluster(port: number): Promise<void> {
   if (!existsSync(join(dir, 'PG_VERSION'))) {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    execFileSync('chown', ['-R', 'postgres:postgres', ROOT]);
+    // The two folders the server writes in (its log in the root, its data), not the root's other
+    // contents: a recursive chown of the root walked into the mutex directory that other test
+    // processes create and remove meanwhile, and failed when one vanished mid-walk (CI at
+    // 2874225: "chown: cannot access '/tmp/docket-shard-clusters/mutex'").
+    execFileSync('chown', ['postgres:postgres', ROOT, dir]);
     asPostgres('initdb', ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
   }
   execFileSync('chown', ['-R', 'postgres:postgres', dir]);
