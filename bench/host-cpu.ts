@@ -46,17 +46,6 @@ export function postgresCpuSinceMs(before: ReadonlyMap<number, number>, after: R
   return ms;
 }
 
-/**
- * CPU time (user + system, ms) of every `postgres` process on this machine, summed. A process that
- * exits between two readings drops out of the second with all its CPU, so a drain long enough to
- * outlive some (a million jobs) can read far too low; {@link postgresCpuSinceMs} reads intervals.
- */
-export function postgresCpuMs(): number {
-  let ms = 0;
-  for (const cpuMs of postgresCpuByPid().values()) ms += cpuMs;
-  return ms;
-}
-
 /** The whole host's CPU time so far, summed over its cores (ms), from /proc/stat's first line. */
 export interface HostCpuTimes {
   /** Time the cores ran anything (user, nice, system, irq, softirq). */
@@ -89,17 +78,18 @@ export function hostCpuTimes(): HostCpuTimes {
 }
 
 /**
- * What share (0..1) of the host's cores was busy and stolen between two readings, and the cores'
- * whole time in between (ms, summed over cores), against which a process's CPU is a share too.
+ * What share (0..1) of the host's cores was busy and stolen between two readings, the busy time
+ * itself, and the cores' whole time in between (ms, summed over cores), against which a process's
+ * CPU is a share too.
  */
 export function hostCpuShares(
   before: HostCpuTimes,
   after: HostCpuTimes,
-): { busy: number; steal: number; totalMs: number } {
-  const busy = after.busyMs - before.busyMs;
+): { busy: number; steal: number; busyMs: number; totalMs: number } {
+  const busyMs = after.busyMs - before.busyMs;
   const steal = after.stealMs - before.stealMs;
-  const total = busy + steal + (after.idleMs - before.idleMs);
-  return total > 0
-    ? { busy: busy / total, steal: steal / total, totalMs: total }
-    : { busy: Number.NaN, steal: Number.NaN, totalMs: 0 };
+  const totalMs = busyMs + steal + (after.idleMs - before.idleMs);
+  return totalMs > 0
+    ? { busy: busyMs / totalMs, steal: steal / totalMs, busyMs, totalMs }
+    : { busy: Number.NaN, steal: Number.NaN, busyMs, totalMs: 0 };
 }

@@ -364,11 +364,11 @@ async function tableStats(
  */
 async function counterReadings(client: pg.Client): Promise<{ scans: number; entries: number; sessions: number }> {
   const { rows } = await client.query<{ scans: string | null; entries: string | null; sessions: string | null }>(
-    `SELECT (SELECT idx_scan FROM pg_stat_user_indexes
-              WHERE schemaname = '${SCHEMA}' AND indexrelname = 'jobs_pending_kind_claim_idx')::text AS scans,
-            (SELECT idx_tup_read FROM pg_stat_user_indexes
-              WHERE schemaname = '${SCHEMA}' AND indexrelname = 'jobs_pending_kind_claim_idx')::text AS entries,
-            (SELECT sessions FROM pg_stat_database WHERE datname = current_database())::text AS sessions`,
+    `SELECT i.idx_scan::text AS scans, i.idx_tup_read::text AS entries, d.sessions::text AS sessions
+       FROM pg_stat_database d
+       LEFT JOIN pg_stat_user_indexes i
+         ON i.schemaname = '${SCHEMA}' AND i.indexrelname = 'jobs_pending_kind_claim_idx'
+      WHERE d.datname = current_database()`,
   );
   const row = rows[0];
   const number = (text: string | null | undefined) => (text == null ? Number.NaN : Number(text));
@@ -416,6 +416,25 @@ function judgedPeriod(samples: readonly SoakSample[], options: SoakOptions): { j
   return { judged, period: `${judged.length} samples after the first prune cycle (${round(firstPruneS / 60)} min)` };
 }
 
+/** Claim p50's and p99's flatness over `samples` (p99 on a rolling median of 3, so one slow window is not a trend). */
+function claimTimeFlatness(samples: readonly SoakSample[], period: string): Flatness[] {
+  return [
+    flatness(
+      'claim p50',
+      samples.map((s) => s.claimP50Ms),
+      period,
+    ),
+    flatness(
+      'claim p99',
+      rollingMedian(
+        samples.map((s) => s.claimP99Ms),
+        3,
+      ),
+      `${period}, rolling median of 3`,
+    ),
+  ];
+}
+
 /** The flatness verdicts over the samples after the first prune cycle. */
 export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptions): Flatness[] {
   const { judged, period } = judgedPeriod(samples, options);
@@ -431,19 +450,7 @@ export function judgeFlatness(samples: readonly SoakSample[], options: SoakOptio
     }));
   }
   const verdicts = [
-    flatness(
-      'claim p50',
-      judged.map((s) => s.claimP50Ms),
-      period,
-    ),
-    flatness(
-      'claim p99',
-      rollingMedian(
-        judged.map((s) => s.claimP99Ms),
-        3,
-      ),
-      `${period}, rolling median of 3`,
-    ),
+    ...claimTimeFlatness(judged, period),
     flatness(
       'worker RSS',
       judged.map((s) => s.workerRssMb),
@@ -499,21 +506,7 @@ export function quietWindowFlatness(
   return {
     quiet: quiet.length,
     judged: judged.length,
-    verdicts: [
-      flatness(
-        'claim p50',
-        quiet.map((s) => s.claimP50Ms),
-        period,
-      ),
-      flatness(
-        'claim p99',
-        rollingMedian(
-          quiet.map((s) => s.claimP99Ms),
-          3,
-        ),
-        `${period}, rolling median of 3 (over these samples in order)`,
-      ),
-    ],
+    verdicts: claimTimeFlatness(quiet, period),
   };
 }
 
@@ -673,6 +666,8 @@ export async function runSoak(
         counterReadings(stats),
       ]);
       const databaseMs = postgresCpuSinceMs(lastDatabaseCpu, databaseCpu);
+      const workerMs = fromWorker?.cpuMs ?? Number.NaN;
+      const harnessMs = (harnessCpu.user + harnessCpu.system) / 1000;
       const startedInWindow = started - lastStarted;
       const perJobUs = (ms: number) => (startedInWindow > 0 ? (1000 * ms) / startedInWindow : Number.NaN);
       const indexScans = counters.scans - lastCounters.scans;
@@ -702,20 +697,13 @@ export async function runSoak(
         workerHeapMb: (fromWorker?.heapUsedBytes ?? Number.NaN) / MIB,
         vacuums,
         ...table,
-        workerCpuUsPerJob: perJobUs(fromWorker?.cpuMs ?? Number.NaN),
+        workerCpuUsPerJob: perJobUs(workerMs),
         databaseCpuUsPerJob: perJobUs(databaseMs),
-        harnessCpuUsPerJob: perJobUs((harnessCpu.user + harnessCpu.system) / 1000),
+        harnessCpuUsPerJob: perJobUs(harnessMs),
         hostBusyPct: 100 * host.busy,
         hostStealPct: 100 * host.steal,
         outsideCpuPct:
-          host.totalMs > 0
-            ? (100 *
-                (host.busy * host.totalMs -
-                  (fromWorker?.cpuMs ?? Number.NaN) -
-                  databaseMs -
-                  (harnessCpu.user + harnessCpu.system) / 1000)) /
-              host.totalMs
-            : Number.NaN,
+          host.totalMs > 0 ? (100 * (host.busyMs - workerMs - databaseMs - harnessMs)) / host.totalMs : Number.NaN,
         pendingIndexEntriesPerScan:
           indexScans > 0 ? (counters.entries - lastCounters.entries) / indexScans : Number.NaN,
         sessionsStarted: counters.sessions - lastCounters.sessions,
@@ -913,7 +901,7 @@ function statementLines(result: SoakResult): string[] {
   if (result.statements === undefined) return [];
   if (result.statements === null) {
     return [
-      "The database's time by statement: not read (the server does not load pg_stat_statements; point BENCH_PG_URL at one that does).",
+      "The database's time by statement: not read (the server does not load pg_stat_statements, or its counters could not be reset for this database; point BENCH_PG_URL at a server that loads it).",
       '',
     ];
   }

@@ -42,7 +42,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { handledCountdown, importDocket, runCheckoutChild, THIS_CHECKOUT } from './checkouts.js';
-import { postgresCpuMs } from './host-cpu.js';
+import { postgresCpuByPid, postgresCpuSinceMs } from './host-cpu.js';
 import { databaseUrl, dropDatabase, recreateDatabase, scratchName } from './pg-admin.js';
 import { median } from './stats.js';
 
@@ -229,7 +229,7 @@ async function runChild(
       for (const entry of list.getEntries()) gcMs += entry.duration;
     });
     gcObserver.observe({ entryTypes: ['gc'] });
-    const dbCpuBefore = store === 'postgres' ? postgresCpuMs() : null;
+    const dbCpuBefore = store === 'postgres' ? postgresCpuByPid() : null;
     const cpuBefore = process.cpuUsage();
     const startedAt = performance.now();
     let worker: { stop(): Promise<void> };
@@ -247,7 +247,7 @@ async function runChild(
     await done;
     const wallMs = performance.now() - startedAt;
     const used = process.cpuUsage(cpuBefore);
-    const dbCpuMs = dbCpuBefore === null ? null : postgresCpuMs() - dbCpuBefore;
+    const dbCpuMs = dbCpuBefore === null ? null : postgresCpuSinceMs(dbCpuBefore, postgresCpuByPid());
     // Entries are delivered asynchronously: let the last ones arrive before reading the sum.
     await new Promise((resolveTick) => setImmediate(resolveTick));
     gcObserver.disconnect();

@@ -188,6 +188,8 @@ describe('what moved with claim time', () => {
     );
     expect(shares.busy).toBeCloseTo(0.6, 10);
     expect(shares.steal).toBeCloseTo(0.1, 10);
+    expect(shares.busyMs).toBe(600);
+    expect(shares.totalMs).toBe(1000);
     expect(hostCpuShares({ busyMs: 0, idleMs: 0, stealMs: 0 }, { busyMs: 0, idleMs: 0, stealMs: 0 }).busy).toBeNaN();
   });
 
